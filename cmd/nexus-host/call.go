@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func newCallCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "call TOOL JSON",
+		Short: "Call a tool with a JSON input and print its JSON output",
+		Long: "Call a tool with a JSON input and print its JSON output.\n" +
+			"JSON is the input itself, @FILE to read it from a file, or - to read stdin.\n" +
+			"The tool's plugin is launched on first use and stopped when the call ends.",
+		Example: `  nexus-host call calculator '{"expression": "2 * (3 + 4)"}'
+  echo '{"expression": "1/3"}' | nexus-host call math/calculator -`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			input, err := readInput(args[1], cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			h, err := g.discover(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			tool, err := h.Tools.Get(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			out, err := tool.Call(cmd.Context(), input)
+			if err != nil {
+				return err
+			}
+			var b bytes.Buffer
+			if err := json.Indent(&b, out, "", "  "); err != nil {
+				return fmt.Errorf("tool %q returned invalid JSON: %w", args[0], err)
+			}
+			b.WriteByte('\n')
+			_, err = b.WriteTo(cmd.OutOrStdout())
+			return err
+		},
+	}
+}
+
+// readInput reads a call's input from the argument, a file (@path) or stdin
+// (-), and checks that it is JSON, pointing at the first bad byte if not.
+func readInput(arg string, stdin io.Reader) (json.RawMessage, error) {
+	var data []byte
+	var err error
+	source := "input"
+	switch {
+	case arg == "-":
+		source = "stdin"
+		data, err = io.ReadAll(io.LimitReader(stdin, maxInput+1))
+	case strings.HasPrefix(arg, "@"):
+		source = arg[1:]
+		data, err = readFileLimited(arg[1:])
+	default:
+		data = []byte(arg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", source, err)
+	}
+	if len(data) > maxInput {
+		return nil, fmt.Errorf("%s is larger than %d bytes", source, maxInput)
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("%s is not valid JSON: %s", source, describeJSONError(data, err))
+	}
+	return bytes.TrimSpace(data), nil
+}
+
+// maxInput bounds a call's input.
+const maxInput = 64 << 20
+
+func readFileLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxInput+1))
+}
+
+// describeJSONError adds the line and column of a syntax error.
+func describeJSONError(data []byte, err error) string {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return err.Error()
+	}
+	line, col := 1, 1
+	for _, c := range data[:min(int(se.Offset), len(data))] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("%v at line %d, column %d", se, line, max(col-1, 1))
+}

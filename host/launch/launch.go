@@ -1,0 +1,357 @@
+// Package launch is the host side of go-plugin: it starts a plugin binary
+// the first time one of its components is needed (one process per binary,
+// shared by all its components), checks the binary and its Describe answer
+// against the manifest, relaunches it after it exits, and stops every
+// process on Close.
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/nexus-eval/nexus/host/component"
+	pluginv1 "github.com/nexus-eval/nexus/internal/pb/nexus/plugin/v1"
+	"github.com/nexus-eval/nexus/internal/wire"
+	"github.com/nexus-eval/nexus/manifest"
+)
+
+// DefaultStartTimeout bounds launch + handshake + Describe.
+const DefaultStartTimeout = 10 * time.Second
+
+// ErrClosed is returned after Close.
+var ErrClosed = errors.New("launcher closed")
+
+// Option configures a Launcher.
+type Option func(*config)
+
+type config struct {
+	logger       hclog.Logger
+	startTimeout time.Duration
+	env          []string
+}
+
+// WithLogger sets the logger; plugin output is logged under the plugin's
+// name below it.
+func WithLogger(l hclog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithStartTimeout bounds the launch, handshake and Describe of one plugin.
+func WithStartTimeout(d time.Duration) Option { return func(c *config) { c.startTimeout = d } }
+
+// WithEnv adds environment variables ("K=V") to every plugin process. By
+// default a plugin sees only a minimal environment, never the host's
+// secrets.
+func WithEnv(env ...string) Option { return func(c *config) { c.env = append(c.env, env...) } }
+
+// Launcher starts and owns plugin processes.
+type Launcher struct {
+	cfg config
+
+	mu     sync.Mutex
+	slots  map[string]*Slot // by manifest path
+	closed bool
+}
+
+// New returns a Launcher.
+func New(opts ...Option) *Launcher {
+	cfg := config{logger: hclog.NewNullLogger(), startTimeout: DefaultStartTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return &Launcher{cfg: cfg, slots: map[string]*Slot{}}
+}
+
+// Slot returns the slot of the plugin described by m. Nothing starts until
+// the slot's Process is called.
+func (l *Launcher) Slot(m *manifest.Manifest) *Slot {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key := m.Path
+	if key == "" {
+		key = m.Plugin.Name
+	}
+	s, ok := l.slots[key]
+	if !ok {
+		s = &Slot{l: l, m: m}
+		l.slots[key] = s
+	}
+	return s
+}
+
+// Running returns the number of live plugin processes.
+func (l *Launcher) Running() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, s := range l.slots {
+		if p := s.cur.Load(); p != nil && !p.client.Exited() {
+			n++
+		}
+	}
+	return n
+}
+
+// Close stops every plugin process and refuses further launches.
+func (l *Launcher) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	slots := make([]*Slot, 0, len(l.slots))
+	for _, s := range l.slots {
+		slots = append(slots, s)
+	}
+	l.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range slots {
+		wg.Go(s.stop)
+	}
+	wg.Wait()
+	return nil
+}
+
+func (l *Launcher) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// Slot is the place of one plugin binary: empty, launching, or holding a
+// running process.
+type Slot struct {
+	l *Launcher
+	m *manifest.Manifest
+
+	cur atomic.Pointer[Process]
+
+	mu      sync.Mutex
+	loading chan struct{}
+	err     error
+}
+
+// Manifest returns the plugin's manifest.
+func (s *Slot) Manifest() *manifest.Manifest { return s.m }
+
+// Process returns the running process, launching it if there is none or
+// the last one exited. Concurrent callers share one launch.
+func (s *Slot) Process(ctx context.Context) (*Process, error) {
+	if p := s.cur.Load(); p != nil && !p.client.Exited() {
+		return p, nil
+	}
+	s.mu.Lock()
+	if p := s.cur.Load(); p != nil && !p.client.Exited() {
+		s.mu.Unlock()
+		return p, nil
+	}
+	done := s.loading
+	if done == nil {
+		if s.l.isClosed() {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("plugin %q: %w", s.m.Plugin.Name, ErrClosed)
+		}
+		done = make(chan struct{})
+		s.loading = done
+		go s.launch(done)
+	}
+	s.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("plugin %q: waiting for launch: %w", s.m.Plugin.Name, ctx.Err())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.cur.Load(); p != nil && s.err == nil {
+		return p, nil
+	}
+	return nil, s.err
+}
+
+func (s *Slot) launch(done chan struct{}) {
+	if old := s.cur.Swap(nil); old != nil {
+		old.kill()
+	}
+	p, err := start(s.l.cfg, s.m)
+	s.mu.Lock()
+	if err == nil && s.l.isClosed() {
+		p.kill()
+		p, err = nil, fmt.Errorf("plugin %q: %w", s.m.Plugin.Name, ErrClosed)
+	}
+	if err == nil {
+		s.cur.Store(p)
+	}
+	s.err = err
+	s.loading = nil
+	s.mu.Unlock()
+	close(done)
+}
+
+func (s *Slot) stop() {
+	s.mu.Lock()
+	done := s.loading
+	s.mu.Unlock()
+	if done != nil {
+		<-done // a launch in flight sees closed and kills what it started
+	}
+	if p := s.cur.Swap(nil); p != nil {
+		p.kill()
+	}
+}
+
+// Process is one running plugin binary.
+type Process struct {
+	Manifest *manifest.Manifest
+	// Protocol is the negotiated wire protocol version.
+	Protocol int
+	// SHA256 is the verified pin, or "" when the manifest pins nothing.
+	SHA256 string
+	RPC    *wire.Client
+
+	client *plugin.Client
+	stderr *tail
+	pid    int
+}
+
+// StderrTail returns the last lines the plugin wrote to stderr.
+func (p *Process) StderrTail() string { return p.stderr.String() }
+
+// Exited reports whether the process has exited.
+func (p *Process) Exited() bool { return p.client.Exited() }
+
+func (p *Process) kill() {
+	p.client.Kill()
+	// The plugin may have started children of its own; they share its
+	// process group.
+	if p.pid > 0 {
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	}
+}
+
+// start launches, handshakes and checks one plugin binary.
+func start(cfg config, m *manifest.Manifest) (*Process, error) {
+	name := m.Plugin.Name
+	bin := m.BinaryPath()
+	if err := checkBinary(m, bin); err != nil {
+		return nil, err
+	}
+	digest := ""
+	if m.Plugin.SHA256 != "" {
+		var err error
+		if digest, err = verifyPin(m, bin); err != nil {
+			return nil, err
+		}
+	}
+	if !slices.ContainsFunc(m.Plugin.Protocols, func(v int) bool { return slices.Contains(wire.Protocols, v) }) {
+		return nil, fmt.Errorf("plugin %q: %w: it speaks protocols %v, this host speaks %v: upgrade nexus-host or the plugin",
+			name, component.ErrLaunch, m.Plugin.Protocols, wire.Protocols)
+	}
+
+	cmd := exec.Command(bin)
+	cmd.Dir = m.Dir()
+	cmd.Env = append(minimalEnv(), cfg.env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// Own process group, so Close reaches the plugin's children too.
+		Setpgid: true,
+		// The kernel kills the plugin when the thread that started it
+		// dies, even if the host is killed with SIGKILL.
+		Pdeathsig: syscall.SIGKILL,
+	}
+	stderr := newTail(32)
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  wire.Handshake,
+		VersionedPlugins: wire.PluginSets(nil),
+		Cmd:              cmd,
+		SkipHostEnv:      true,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		Logger:           cfg.logger.Named(name),
+		StartTimeout:     cfg.startTimeout,
+		Stderr:           stderr,
+	})
+	fail := func(step string, err error) (*Process, error) {
+		client.Kill()
+		msg := fmt.Sprintf("plugin %q (%s): %s: %v", name, bin, step, err)
+		if t := stderr.String(); t != "" {
+			msg += "\nplugin stderr:\n" + t
+		}
+		return nil, fmt.Errorf("%w: %s", component.ErrLaunch, msg)
+	}
+
+	// Pdeathsig fires when the starting OS thread exits, not the process:
+	// pin the start to one thread, which Go keeps alive after unlocking.
+	runtime.LockOSThread()
+	rpc, err := client.Client()
+	runtime.UnlockOSThread()
+	if err != nil {
+		return fail("handshake", explainHandshake(err))
+	}
+	raw, err := rpc.Dispense(wire.PluginKey)
+	if err != nil {
+		return fail("dispense", err)
+	}
+	wc, ok := raw.(*wire.Client)
+	if !ok {
+		return fail("dispense", fmt.Errorf("unexpected client type %T", raw))
+	}
+	p := &Process{
+		Manifest: m,
+		Protocol: client.NegotiatedVersion(),
+		SHA256:   digest,
+		RPC:      wc,
+		client:   client,
+		stderr:   stderr,
+	}
+	if rc := client.ReattachConfig(); rc != nil {
+		p.pid = rc.Pid
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.startTimeout)
+	defer cancel()
+	desc, err := wc.Plugin.Describe(ctx, &pluginv1.DescribeRequest{})
+	if err != nil {
+		p.kill()
+		return fail("describe", err)
+	}
+	if diff := Compare(m, desc); diff != "" {
+		p.kill()
+		return nil, fmt.Errorf("plugin %q: %w: the binary %s does not serve what %s declares; regenerate the manifest with `nexus-host plugins manifest %s` or rebuild the binary:\n%s",
+			name, component.ErrLaunch, bin, m.Path, m.Dir(), diff)
+	}
+	return p, nil
+}
+
+func explainHandshake(err error) error {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, plugin.ErrProcessNotFound):
+		return fmt.Errorf("the process exited before the handshake: is this a Nexus plugin built with the sdk? (%w)", err)
+	case strings.Contains(msg, "timeout while waiting for plugin to start"):
+		return fmt.Errorf("the plugin did not complete the handshake in time: is it a Nexus plugin, and does it call sdk.Serve? (%w)", err)
+	case strings.Contains(msg, "plugin exited before we could connect"):
+		return fmt.Errorf("the process exited before the handshake: is this a Nexus plugin built with the sdk? (%w)", err)
+	case strings.Contains(msg, "Unrecognized remote plugin message"):
+		return fmt.Errorf("the binary printed something that is not a go-plugin handshake: is this a Nexus plugin built with the sdk? (%w)", err)
+	}
+	return err
+}
+
+// minimalEnv is what every plugin process gets: enough to run, nothing
+// secret.
+func minimalEnv() []string {
+	var env []string
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "LANG", "TZ"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}

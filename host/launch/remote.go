@@ -1,0 +1,155 @@
+package launch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+
+	"github.com/nexus-eval/nexus/host/component"
+	pluginv1 "github.com/nexus-eval/nexus/internal/pb/nexus/plugin/v1"
+	"github.com/nexus-eval/nexus/manifest"
+)
+
+// Tool returns the tool name served by the slot's plugin. The process is
+// looked up per call, so a relaunched plugin is picked up transparently.
+func (s *Slot) Tool(name string) component.Tool {
+	return &remoteTool{remote{s, manifest.KindTool, name}}
+}
+
+// Agent returns the agent name served by the slot's plugin.
+func (s *Slot) Agent(name string) component.Agent {
+	return &remoteAgent{remote{s, manifest.KindAgent, name}}
+}
+
+// Task returns the task name served by the slot's plugin.
+func (s *Slot) Task(name string) component.Task {
+	return &remoteTask{remote{s, manifest.KindTask, name}}
+}
+
+type remote struct {
+	slot *Slot
+	kind manifest.Kind
+	name string
+}
+
+// domain turns a component's reported error into a *component.Error.
+func (r remote) domain(e *pluginv1.Error) error {
+	return &component.Error{Plugin: r.slot.m.Plugin.Name, Kind: string(r.kind), Component: r.name, Code: e.GetCode(), Message: e.GetMessage()}
+}
+
+// transport wraps a gRPC failure with the plugin's name and, when the
+// process is gone, what it last wrote to stderr.
+func (r remote) transport(ctx context.Context, p *Process, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s %q (plugin %q): %w", r.kind, r.name, r.slot.m.Plugin.Name, ctx.Err())
+	}
+	msg := fmt.Sprintf("%s %q (plugin %q): %v", r.kind, r.name, r.slot.m.Plugin.Name, err)
+	if p.Exited() {
+		msg += "; the plugin process exited"
+		if t := p.StderrTail(); t != "" {
+			msg += "; its stderr ends with:\n" + t
+		}
+	}
+	return fmt.Errorf("%w: %s", component.ErrTransport, msg)
+}
+
+type remoteTool struct{ remote }
+
+func (r *remoteTool) Call(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
+	p, err := r.slot.Process(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.RPC.Tool.Call(ctx, &pluginv1.CallRequest{Name: r.name, Input: input})
+	if err != nil {
+		return nil, r.transport(ctx, p, err)
+	}
+	if resp.GetError() != nil {
+		return nil, r.domain(resp.GetError())
+	}
+	return resp.GetOutput(), nil
+}
+
+type remoteAgent struct{ remote }
+
+func (r *remoteAgent) Run(ctx context.Context, instance json.RawMessage) (json.RawMessage, error) {
+	p, err := r.slot.Process(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.RPC.Agent.Run(ctx, &pluginv1.RunRequest{Name: r.name, Input: instance})
+	if err != nil {
+		return nil, r.transport(ctx, p, err)
+	}
+	if resp.GetError() != nil {
+		return nil, r.domain(resp.GetError())
+	}
+	return resp.GetOutput(), nil
+}
+
+type remoteTask struct{ remote }
+
+func (r *remoteTask) Instances(ctx context.Context, args json.RawMessage) iter.Seq2[component.Instance, error] {
+	return func(yield func(component.Instance, error) bool) {
+		p, err := r.slot.Process(ctx)
+		if err != nil {
+			yield(component.Instance{}, err)
+			return
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel() // stops the stream when the consumer stops early
+		stream, err := p.RPC.Task.ListInstances(ctx, &pluginv1.ListInstancesRequest{Name: r.name, Args: args})
+		if err != nil {
+			yield(component.Instance{}, r.transport(ctx, p, err))
+			return
+		}
+		for {
+			msg, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				yield(component.Instance{}, r.transport(ctx, p, err))
+				return
+			}
+			if e := msg.GetError(); e != nil {
+				yield(component.Instance{}, r.domain(e))
+				return
+			}
+			inst := msg.GetInstance()
+			if !yield(component.Instance{ID: inst.GetId(), Data: inst.GetData()}, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (r *remoteTask) Evaluate(ctx context.Context, args json.RawMessage, inst component.Instance, output json.RawMessage) (component.Result, error) {
+	p, err := r.slot.Process(ctx)
+	if err != nil {
+		return component.Result{}, err
+	}
+	resp, err := p.RPC.Task.Evaluate(ctx, &pluginv1.EvaluateRequest{
+		Name:     r.name,
+		Args:     args,
+		Instance: &pluginv1.Instance{Id: inst.ID, Data: inst.Data},
+		Output:   output,
+	})
+	if err != nil {
+		return component.Result{}, r.transport(ctx, p, err)
+	}
+	if resp.GetError() != nil {
+		return component.Result{}, r.domain(resp.GetError())
+	}
+	return component.Result{Score: resp.GetScore(), Passed: resp.GetPassed(), Details: resp.GetDetails()}, nil
+}
+
+// Interface guards.
+var (
+	_ component.Tool  = (*remoteTool)(nil)
+	_ component.Agent = (*remoteAgent)(nil)
+	_ component.Task  = (*remoteTask)(nil)
+)

@@ -1,0 +1,84 @@
+package manifest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// benchManifest is a realistic small manifest: one plugin, two tools with
+// small object schemas.
+const benchManifest = `schema = 1
+
+[plugin]
+name = "calc-%[1]d"
+version = "1.4.2"
+description = "Arithmetic tools for agents."
+binary = "calc"
+protocols = [1]
+
+[[tool]]
+name = "add"
+description = "Adds two numbers."
+input_schema = '''
+{
+  "type": "object",
+  "properties": {
+    "a": {"type": "number"},
+    "b": {"type": "number"}
+  },
+  "required": ["a", "b"]
+}'''
+output_schema = '''
+{"type": "object", "properties": {"sum": {"type": "number"}}}'''
+
+[[tool]]
+name = "sqrt"
+description = "Square root."
+kind = "runtime"
+task = "optional"
+input_schema = '{"type": "object", "properties": {"x": {"type": "number", "minimum": 0}}}'
+output_schema = '{"type": "object", "properties": {"root": {"type": "number"}}}'
+`
+
+// writeBenchTree writes n plugin directories under dir.
+func writeBenchTree(tb testing.TB, dir string, n int) {
+	tb.Helper()
+	for i := range n {
+		pdir := filepath.Join(dir, fmt.Sprintf("calc-%05d", i))
+		if err := os.Mkdir(pdir, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pdir, FileName), fmt.Appendf(nil, benchManifest, i), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkScan(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			dir := b.TempDir()
+			writeBenchTree(b, dir, n)
+			roots := []Root{{Dir: dir, Explicit: true}}
+			b.ReportAllocs()
+			for b.Loop() {
+				ms, ds := Scan(roots)
+				if len(ms) != n || len(ds) != 0 {
+					b.Fatalf("Scan: %d manifests, diagnostics %v", len(ms), ds)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkParse(b *testing.B) {
+	data := fmt.Appendf(nil, benchManifest, 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ds := Parse("nexus.toml", data); len(ds) != 0 {
+			b.Fatal(ds)
+		}
+	}
+}

@@ -1,0 +1,237 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	pluginv1 "github.com/nexus-eval/nexus/internal/pb/nexus/plugin/v1"
+	"github.com/nexus-eval/nexus/internal/wire"
+	"github.com/nexus-eval/nexus/manifest"
+)
+
+// ManifestFlag makes a plugin binary print its own nexus.toml and exit.
+const ManifestFlag = "--nexus-manifest"
+
+// Plugin names the binary's plugin.
+type Plugin struct {
+	Name        string
+	Version     string
+	Description string
+}
+
+// Serve serves the components until the host disconnects; call it from
+// main. Run with [ManifestFlag] the binary prints its manifest instead.
+// Serve exits the process on a setup error (duplicate names, a type without
+// a JSON Schema) so a broken plugin fails at once, not on first use.
+func Serve(p Plugin, components ...*Component) {
+	srv, err := newServer(p, components)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", p.Name, err)
+		os.Exit(1)
+	}
+	if len(os.Args) > 1 && os.Args[1] == ManifestFlag {
+		if err := writeManifest(os.Stdout, srv.manifest(filepath.Base(os.Args[0]))); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", p.Name, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if os.Getenv(wire.Handshake.MagicCookieKey) == wire.Handshake.MagicCookieValue {
+		go exitWithParent(os.Getppid())
+	}
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig:  wire.Handshake,
+		VersionedPlugins: wire.PluginSets(srv),
+		GRPCServer:       plugin.DefaultGRPCServer,
+		Logger:           Logger(),
+	})
+}
+
+// Logger returns the plugin's logger. Its output reaches the host log under
+// the plugin's name.
+func Logger() hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Level:      hclog.Trace,
+		Output:     os.Stderr,
+		JSONFormat: true,
+	})
+}
+
+// exitWithParent is the second line of defence against orphans: the host
+// also asks the kernel to kill its plugins when it dies.
+func exitWithParent(ppid int) {
+	for range time.Tick(500 * time.Millisecond) {
+		if os.Getppid() != ppid {
+			os.Exit(2)
+		}
+	}
+}
+
+func writeManifest(w io.Writer, m *manifest.Manifest) error {
+	b, err := manifest.Encode(m)
+	if err != nil {
+		return fmt.Errorf("encode manifest: %w", err)
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// server implements the v1 services over a set of components.
+type server struct {
+	pluginv1.UnimplementedPluginServiceServer
+	pluginv1.UnimplementedToolServiceServer
+	pluginv1.UnimplementedAgentServiceServer
+	pluginv1.UnimplementedTaskServiceServer
+
+	info       Plugin
+	components []*Component
+	byKind     map[manifest.Kind]map[string]*Component
+	describe   *pluginv1.DescribeResponse
+}
+
+func newServer(p Plugin, components []*Component) (*server, error) {
+	s := &server{info: p, components: components, byKind: map[manifest.Kind]map[string]*Component{}}
+	s.describe = &pluginv1.DescribeResponse{PluginName: p.Name, PluginVersion: p.Version}
+	for _, c := range components {
+		if c.err != nil {
+			return nil, c.err
+		}
+		m := s.byKind[c.kind]
+		if m == nil {
+			m = map[string]*Component{}
+			s.byKind[c.kind] = m
+		}
+		if _, dup := m[c.entry.Name]; dup {
+			return nil, fmt.Errorf("%s %q is served twice: give each %s its own name", c.kind, c.entry.Name, c.kind)
+		}
+		m[c.entry.Name] = c
+		s.describe.Components = append(s.describe.Components, wire.ComponentToProto(c.kind, c.entry))
+	}
+	return s, nil
+}
+
+func (s *server) manifest(binary string) *manifest.Manifest {
+	m := &manifest.Manifest{
+		Schema: manifest.SchemaVersion,
+		Plugin: manifest.Plugin{
+			Name:        s.info.Name,
+			Version:     s.info.Version,
+			Description: s.info.Description,
+			Binary:      binary,
+			Protocols:   wire.Protocols,
+		},
+	}
+	for _, c := range s.components {
+		switch c.kind {
+		case manifest.KindTool:
+			m.Tools = append(m.Tools, c.entry)
+		case manifest.KindAgent:
+			m.Agents = append(m.Agents, c.entry)
+		case manifest.KindTask:
+			m.Tasks = append(m.Tasks, c.entry)
+		}
+	}
+	return m
+}
+
+func (s *server) lookup(kind manifest.Kind, name string) (*Component, *pluginv1.Error) {
+	if c, ok := s.byKind[kind][name]; ok {
+		return c, nil
+	}
+	return nil, &pluginv1.Error{Code: "not_found", Message: fmt.Sprintf("plugin %q serves no %s %q", s.info.Name, kind, name)}
+}
+
+func (s *server) Describe(context.Context, *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
+	return s.describe, nil
+}
+
+func (s *server) Call(ctx context.Context, req *pluginv1.CallRequest) (*pluginv1.CallResponse, error) {
+	c, perr := s.lookup(manifest.KindTool, req.GetName())
+	if perr != nil {
+		return &pluginv1.CallResponse{Error: perr}, nil
+	}
+	out, err := guard(func() ([]byte, error) { return c.call(ctx, req.GetInput()) })
+	return &pluginv1.CallResponse{Output: out, Error: toProtoError(err)}, nil
+}
+
+func (s *server) Run(ctx context.Context, req *pluginv1.RunRequest) (*pluginv1.RunResponse, error) {
+	c, perr := s.lookup(manifest.KindAgent, req.GetName())
+	if perr != nil {
+		return &pluginv1.RunResponse{Error: perr}, nil
+	}
+	out, err := guard(func() ([]byte, error) { return c.call(ctx, req.GetInput()) })
+	return &pluginv1.RunResponse{Output: out, Error: toProtoError(err)}, nil
+}
+
+func (s *server) ListInstances(req *pluginv1.ListInstancesRequest, stream pluginv1.TaskService_ListInstancesServer) error {
+	c, perr := s.lookup(manifest.KindTask, req.GetName())
+	if perr != nil {
+		return stream.Send(&pluginv1.ListInstancesResponse{Item: &pluginv1.ListInstancesResponse_Error{Error: perr}})
+	}
+	var sendErr error
+	_, err := guard(func() ([]byte, error) {
+		return nil, c.task.instances(stream.Context(), req.GetArgs(), func(id string, data []byte) error {
+			sendErr = stream.Send(&pluginv1.ListInstancesResponse{Item: &pluginv1.ListInstancesResponse_Instance{
+				Instance: &pluginv1.Instance{Id: id, Data: data},
+			}})
+			return sendErr
+		})
+	})
+	switch {
+	case sendErr != nil:
+		return sendErr
+	case err != nil:
+		return stream.Send(&pluginv1.ListInstancesResponse{Item: &pluginv1.ListInstancesResponse_Error{Error: toProtoError(err)}})
+	}
+	return nil
+}
+
+func (s *server) Evaluate(ctx context.Context, req *pluginv1.EvaluateRequest) (*pluginv1.EvaluateResponse, error) {
+	c, perr := s.lookup(manifest.KindTask, req.GetName())
+	if perr != nil {
+		return &pluginv1.EvaluateResponse{Error: perr}, nil
+	}
+	var res Result
+	details, err := guard(func() ([]byte, error) {
+		var err error
+		res, err = c.task.evaluate(ctx, req.GetArgs(), req.GetInstance().GetData(), req.GetOutput())
+		if err != nil || res.Details == nil {
+			return nil, err
+		}
+		return marshal(res.Details, "evaluation details")
+	})
+	if err != nil {
+		return &pluginv1.EvaluateResponse{Error: toProtoError(err)}, nil
+	}
+	return &pluginv1.EvaluateResponse{Score: res.Score, Passed: res.Passed, Details: details}, nil
+}
+
+// guard runs a handler and turns a panic into a domain error, so one bad
+// input cannot take the whole plugin (and every other call on it) down.
+func guard(fn func() ([]byte, error)) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			Logger().Error("handler panicked", "panic", r, "stack", string(debug.Stack()))
+			out, err = nil, Errorf(CodePanic, "handler panicked: %v", r)
+		}
+	}()
+	return fn()
+}
+
+func toProtoError(err error) *pluginv1.Error {
+	if err == nil {
+		return nil
+	}
+	e := asError(err)
+	return &pluginv1.Error{Code: e.Code, Message: e.Message}
+}
+
+var _ wire.Server = (*server)(nil)
