@@ -525,7 +525,9 @@ func TestNameConflictsAndSuggestions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeManifest(t, dir, func(s string) string { return strings.Replace(s, `name = "echo"`+"\n"+`version`, `name = "`+name+`"`+"\n"+`version`, 1) })
+		writeManifest(t, dir, func(s string) string {
+			return strings.Replace(s, `name = "echo"`+"\n"+`version`, `name = "`+name+`"`+"\n"+`version`, 1)
+		})
 		if err := os.Rename(dir, filepath.Join(root, name+"-plugin")); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,9 @@ import (
 	"io"
 	"iter"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/nexus-eval/nexus/host/component"
 	pluginv1 "github.com/nexus-eval/nexus/internal/pb/nexus/plugin/v1"
 	"github.com/nexus-eval/nexus/manifest"
@@ -43,8 +46,17 @@ func (r remote) domain(e *pluginv1.Error) error {
 // transport wraps a gRPC failure with the plugin's name and, when the
 // process is gone, what it last wrote to stderr.
 func (r remote) transport(ctx context.Context, p *Process, err error) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("%s %q (plugin %q): %w", r.kind, r.name, r.slot.m.Plugin.Name, ctx.Err())
+	ctxErr := ctx.Err()
+	// The deadline travels with the call, so the plugin may report it a
+	// moment before the caller's own timer fires.
+	switch status.Code(err) {
+	case codes.DeadlineExceeded:
+		ctxErr = context.DeadlineExceeded
+	case codes.Canceled:
+		ctxErr = context.Canceled
+	}
+	if ctxErr != nil {
+		return fmt.Errorf("%s %q (plugin %q): %w", r.kind, r.name, r.slot.m.Plugin.Name, ctxErr)
 	}
 	msg := fmt.Sprintf("%s %q (plugin %q): %v", r.kind, r.name, r.slot.m.Plugin.Name, err)
 	if p.Exited() {

@@ -8,7 +8,7 @@ import (
 )
 
 func main() {
-	fmt.Println("hello, I am definitely not a plugin")
 	fmt.Fprintln(os.Stderr, "garbage: refusing to be a plugin")
+	fmt.Println("hello, I am definitely not a plugin")
 	os.Exit(3)
 }
