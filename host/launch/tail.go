@@ -49,12 +49,15 @@ func (t *tail) push(line string) {
 	t.lines = append(t.lines, line)
 }
 
-// String returns the kept lines, the unfinished one last.
+// String returns the last n lines, the unfinished one last.
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	lines := t.lines
 	if len(t.partial) > 0 {
+		if len(lines) == t.n {
+			lines = lines[1:]
+		}
 		lines = append(lines[:len(lines):len(lines)], string(t.partial))
 	}
 	return strings.Join(lines, "\n")
