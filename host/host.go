@@ -10,8 +10,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexus-eval/nexus/host/component"
+	"github.com/nexus-eval/nexus/host/hostsvc"
 	"github.com/nexus-eval/nexus/host/launch"
 	"github.com/nexus-eval/nexus/host/registry"
+	"github.com/nexus-eval/nexus/host/telemetry"
+	"github.com/nexus-eval/nexus/host/validate"
+	pluginv1 "github.com/nexus-eval/nexus/internal/pb/nexus/plugin/v1"
 	"github.com/nexus-eval/nexus/manifest"
 )
 
@@ -21,6 +25,14 @@ type Options struct {
 	Logger hclog.Logger
 	// StartTimeout bounds one plugin's launch; 0 means the default.
 	StartTimeout time.Duration
+	// Tracing receives the host's spans and the spans plugins send back;
+	// nil traces nothing. The caller shuts it down after Close.
+	Tracing *telemetry.Tracing
+	// Metrics counts calls; nil counts nothing.
+	Metrics *telemetry.Metrics
+	// NoProcessors leaves the registries without the built-in processors
+	// (validation, tracing, metrics); for measuring what they cost.
+	NoProcessors bool
 }
 
 // Host owns the registries and the plugin processes behind them.
@@ -36,21 +48,59 @@ type Host struct {
 }
 
 // New returns a Host with empty registries.
+//
+// Unless opts.NoProcessors is set, every registry gets the built-in
+// processors in this order: validation, tracing (when opts.Tracing is
+// set), metrics (when opts.Metrics is set). An embedder adds its own with
+// the registries' Use.
 func New(opts Options) *Host {
-	var lopts []launch.Option
-	if opts.Logger != nil {
-		lopts = append(lopts, launch.WithLogger(opts.Logger))
+	logger := opts.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	var sink hostsvc.SpanSink
+	if opts.Tracing != nil && opts.Tracing.Enabled() {
+		sink = opts.Tracing
+	}
+	lopts := []launch.Option{
+		launch.WithLogger(logger),
+		launch.WithHostService(func(plugin string) pluginv1.HostServiceServer {
+			return hostsvc.New(plugin, logger, sink)
+		}),
 	}
 	if opts.StartTimeout > 0 {
 		lopts = append(lopts, launch.WithStartTimeout(opts.StartTimeout))
 	}
-	return &Host{
+	h := &Host{
 		Tools:    registry.New[component.Tool](manifest.KindTool),
 		Agents:   registry.New[component.Agent](manifest.KindAgent),
 		Tasks:    registry.New[component.Task](manifest.KindTask),
 		launcher: launch.New(lopts...),
 		plugins:  map[string]string{},
 	}
+	if !opts.NoProcessors {
+		h.use(validate.New())
+		if opts.Tracing != nil {
+			h.use(opts.Tracing.Processors())
+		}
+		if opts.Metrics != nil {
+			h.use(opts.Metrics.Processors())
+		}
+	}
+	return h
+}
+
+// processorSet is a processor for every kind.
+type processorSet interface {
+	Tools() registry.Processor[component.Tool]
+	Agents() registry.Processor[component.Agent]
+	Tasks() registry.Processor[component.Task]
+}
+
+func (h *Host) use(p processorSet) {
+	h.Tools.Use(p.Tools())
+	h.Agents.Use(p.Agents())
+	h.Tasks.Use(p.Tasks())
 }
 
 // Discover scans roots and adds every component of every valid manifest to
@@ -80,7 +130,7 @@ func (h *Host) Discover(roots []manifest.Root) manifest.Diagnostics {
 func (h *Host) add(m *manifest.Manifest) {
 	slot := h.launcher.Slot(m)
 	meta := func(c manifest.Component) registry.Meta {
-		return registry.Meta{Plugin: m.Plugin.Name, Version: m.Plugin.Version, Component: c, Source: m.Path}
+		return registry.Meta{Plugin: m.Plugin.Name, Version: m.Plugin.Version, Component: c, Source: m.Path, Origin: slot.Origin}
 	}
 	// Names are unique per plugin and plugins are unique, so Add cannot
 	// fail on a qualified name here.

@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -66,17 +65,17 @@ func readManifest(path string) ([]byte, error) {
 	case st.Size() > MaxSize:
 		return nil, errors.New(tooLarge(st.Size()))
 	}
-	// Size the buffer from the stat so that one read fills it; the limit
-	// catches a file that grew since.
-	var b bytes.Buffer
-	b.Grow(int(st.Size()) + bytes.MinRead)
-	if _, err := b.ReadFrom(io.LimitReader(f, MaxSize+1)); err != nil {
+	// One read fills a buffer sized from the stat; the spare byte shows
+	// whether the file grew in the meantime.
+	data := make([]byte, st.Size()+1)
+	n, err := io.ReadAtLeast(f, data, int(st.Size()))
+	switch {
+	case err != nil:
 		return nil, readError(err)
+	case n > int(st.Size()):
+		return nil, errors.New("cannot read the manifest: it changed while being read: try again")
 	}
-	if b.Len() > MaxSize {
-		return nil, errors.New(tooLarge(int64(b.Len())))
-	}
-	return b.Bytes(), nil
+	return data[:n], nil
 }
 
 func readError(err error) error {

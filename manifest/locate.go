@@ -3,6 +3,7 @@ package manifest
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -13,6 +14,7 @@ import (
 // decode itself, so it runs only when there is something to report.
 func locate(path string, data []byte, probs []problem) Diagnostics {
 	idx := indexKeys(data)
+	lines := newLineIndex(data)
 	ds := make(Diagnostics, 0, len(probs))
 	for _, p := range probs {
 		pos, found := idx.find(p.key)
@@ -22,7 +24,7 @@ func locate(path string, data []byte, probs []problem) Diagnostics {
 		}
 		if p.firstKey != "" {
 			first, _ := idx.find(p.firstKey)
-			line, _ := lineCol(data, max(first.off, 0))
+			line, _ := lines.pos(max(first.off, 0))
 			msg = fmt.Sprintf(msg, line)
 		}
 		off := pos.off
@@ -31,11 +33,35 @@ func locate(path string, data []byte, probs []problem) Diagnostics {
 		}
 		line, col := 1, 1
 		if off >= 0 {
-			line, col = lineCol(data, off)
+			line, col = lines.pos(off)
 		}
 		ds = append(ds, Diagnostic{Path: path, Line: line, Col: col, Severity: p.severity, Message: msg})
 	}
 	return ds
+}
+
+// lineIndex holds the offset where each line starts, so that turning many
+// offsets into positions stays cheap even for a hostile file.
+type lineIndex []int
+
+func newLineIndex(data []byte) lineIndex {
+	lines := lineIndex{0}
+	for i, c := range data {
+		if c == '\n' {
+			lines = append(lines, i+1)
+		}
+	}
+	return lines
+}
+
+// pos converts a byte offset to a 1-based line and column (in bytes, like
+// the TOML decoder's own positions).
+func (lines lineIndex) pos(off int) (line, col int) {
+	i, exact := slices.BinarySearch(lines, off)
+	if !exact {
+		i--
+	}
+	return i + 1, off - lines[i] + 1
 }
 
 // keyPos is where a key's value starts in the document.
@@ -47,7 +73,8 @@ type keyPos struct {
 }
 
 // keyIndex maps key paths such as "plugin.name" or "tool[1].input_schema"
-// to positions.
+// to positions. Keys are stored in lower case because the decoder matches
+// keys to fields regardless of case.
 type keyIndex map[string]keyPos
 
 // maxIndexDepth bounds how deep into nested values the index goes: the
@@ -72,7 +99,7 @@ func indexKeys(data []byte) keyIndex {
 				if table == "" {
 					start = int(k.Raw.Offset)
 				}
-				table = join(table, string(k.Data))
+				table = join(table, strings.ToLower(string(k.Data)))
 				// A header refers to the last element of any array of
 				// tables it goes through; an array-table header adds one.
 				if n, ok := arrays[table]; ok && !(it.IsLast() && e.Kind == unstable.ArrayTable) {
@@ -108,7 +135,7 @@ func (idx keyIndex) keyValue(data []byte, table string, kv *unstable.Node, depth
 	var last *unstable.Node
 	for it := kv.Key(); it.Next(); {
 		last = it.Node()
-		path = join(path, string(last.Data))
+		path = join(path, strings.ToLower(string(last.Data)))
 		// Dotted keys define tables implicitly; remember where, so that a
 		// key missing from such a table is reported next to it.
 		if _, ok := idx[path]; !ok && !it.IsLast() {

@@ -27,7 +27,7 @@ func Parse(path string, data []byte) (*Manifest, Diagnostics) {
 		return nil, Diagnostics{{Path: path, Line: 1, Col: 1, Message: tooLarge(int64(len(data)))}}
 	}
 	if !utf8.Valid(data) {
-		line, col := lineCol(data, invalidUTF8(data))
+		line, col := newLineIndex(data).pos(invalidUTF8(data))
 		return nil, Diagnostics{{Path: path, Line: line, Col: col,
 			Message: "file is not valid UTF-8: save it as UTF-8"}}
 	}
@@ -100,15 +100,19 @@ func unknownKey(path string, e *toml.DecodeError) Diagnostic {
 }
 
 // tableOf names the table holding the last part of key, as used by
-// knownKeys and expectedTypes; "?" when it is not one of ours.
+// knownKeys and expectedTypes; "?" when it is not one of ours. Like the
+// decoder, it ignores case.
 func tableOf(key []string) string {
-	switch {
-	case len(key) == 1:
+	if len(key) == 1 {
 		return ""
-	case len(key) == 2 && key[0] == "plugin":
-		return "plugin"
-	case len(key) == 2 && (key[0] == "agent" || key[0] == "tool" || key[0] == "task"):
-		return "component"
+	}
+	if len(key) == 2 {
+		switch strings.ToLower(key[0]) {
+		case "plugin":
+			return "plugin"
+		case "agent", "tool", "task":
+			return "component"
+		}
 	}
 	return "?"
 }
@@ -138,17 +142,17 @@ var expectedTypes = map[string]string{
 
 func decodeDiag(path string, e *toml.DecodeError) Diagnostic {
 	line, col := e.Position()
-	key := e.Key()
-	msg := strings.TrimPrefix(e.Error(), "toml: ")
-	typeErr := strings.HasPrefix(msg, "cannot decode") || strings.HasPrefix(msg, "cannot store")
-	if typeErr && len(key) > 0 {
-		want, ok := expectedTypes[tableOf(key)+"."+key[len(key)-1]]
-		if !ok {
-			want = "of another type"
+	msg := "invalid TOML: " + strings.TrimPrefix(e.Error(), "toml: ")
+	if strings.HasPrefix(msg, "invalid TOML: cannot decode") || strings.HasPrefix(msg, "invalid TOML: cannot store") {
+		// Name the innermost key of ours: with `schema.x = 1`, the problem
+		// is that schema is not an integer.
+		key := e.Key()
+		for n := len(key); n > 0; n-- {
+			if want, ok := expectedTypes[tableOf(key[:n])+"."+strings.ToLower(key[n-1])]; ok {
+				msg = fmt.Sprintf("%s has the wrong type: it must be %s", strings.Join(key[:n], "."), want)
+				break
+			}
 		}
-		msg = fmt.Sprintf("%s has the wrong type: it must be %s", strings.Join(key, "."), want)
-	} else {
-		msg = "invalid TOML: " + msg
 	}
 	return Diagnostic{Path: path, Line: line, Col: col, Message: msg}
 }
@@ -163,11 +167,4 @@ func invalidUTF8(data []byte) int {
 		i += n
 	}
 	return len(data)
-}
-
-// lineCol converts a byte offset to a 1-based line and column (in bytes,
-// like the TOML decoder's own positions).
-func lineCol(data []byte, off int) (line, col int) {
-	line = 1 + bytes.Count(data[:off], []byte("\n"))
-	return line, off - (bytes.LastIndexByte(data[:off], '\n') + 1) + 1
 }

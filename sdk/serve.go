@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"go.opentelemetry.io/otel/attribute"
 
 	pluginv1 "github.com/nexus-eval/nexus/internal/pb/nexus/plugin/v1"
 	"github.com/nexus-eval/nexus/internal/wire"
@@ -56,14 +58,16 @@ func Serve(p Plugin, components ...*Component) {
 }
 
 // Logger returns the plugin's logger. Its output reaches the host log under
-// the plugin's name.
-func Logger() hclog.Logger {
+// the plugin's name; inside a call prefer [Log], which adds the trace ids.
+func Logger() hclog.Logger { return logger() }
+
+var logger = sync.OnceValue(func() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{
 		Level:      hclog.Trace,
 		Output:     os.Stderr,
 		JSONFormat: true,
 	})
-}
+})
 
 // exitWithParent is the second line of defence against orphans: the host
 // also asks the kernel to kill its plugins when it dies.
@@ -95,10 +99,13 @@ type server struct {
 	components []*Component
 	byKind     map[manifest.Kind]map[string]*Component
 	describe   *pluginv1.DescribeResponse
+	host       *hostConn
+	tel        *telemetry
 }
 
 func newServer(p Plugin, components []*Component) (*server, error) {
-	s := &server{info: p, components: components, byKind: map[manifest.Kind]map[string]*Component{}}
+	s := &server{info: p, components: components, byKind: map[manifest.Kind]map[string]*Component{}, host: &hostConn{}}
+	s.tel = newTelemetry(s.host)
 	s.describe = &pluginv1.DescribeResponse{PluginName: p.Name, PluginVersion: p.Version}
 	for _, c := range components {
 		if c.err != nil {
@@ -149,8 +156,23 @@ func (s *server) lookup(kind manifest.Kind, name string) (*Component, *pluginv1.
 	return nil, &pluginv1.Error{Code: "not_found", Message: fmt.Sprintf("plugin %q serves no %s %q", s.info.Name, kind, name)}
 }
 
+func (s *server) UseBroker(b *plugin.GRPCBroker) { s.host.setBroker(b) }
+
 func (s *server) Describe(context.Context, *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
 	return s.describe, nil
+}
+
+func (s *server) Flush(ctx context.Context, req *pluginv1.FlushRequest) (*pluginv1.FlushResponse, error) {
+	s.host.use(req.GetHostServiceId())
+	return &pluginv1.FlushResponse{}, s.tel.queue.ForceFlush(ctx)
+}
+
+// span starts the plugin-side span of one call.
+func (s *server) span(ctx context.Context, op, name string, hostID uint32) (context.Context, func(error)) {
+	return s.tel.start(ctx, "plugin."+op, hostID,
+		attribute.String("nexus.component.name", name),
+		attribute.String("nexus.plugin.name", s.info.Name),
+		attribute.String("nexus.plugin.version", s.info.Version))
 }
 
 func (s *server) Call(ctx context.Context, req *pluginv1.CallRequest) (*pluginv1.CallResponse, error) {
@@ -158,7 +180,9 @@ func (s *server) Call(ctx context.Context, req *pluginv1.CallRequest) (*pluginv1
 	if perr != nil {
 		return &pluginv1.CallResponse{Error: perr}, nil
 	}
+	ctx, end := s.span(ctx, "tool.call", req.GetName(), req.GetHostServiceId())
 	out, err := guard(func() ([]byte, error) { return c.call(ctx, req.GetInput()) })
+	end(err)
 	return &pluginv1.CallResponse{Output: out, Error: toProtoError(err)}, nil
 }
 
@@ -167,7 +191,9 @@ func (s *server) Run(ctx context.Context, req *pluginv1.RunRequest) (*pluginv1.R
 	if perr != nil {
 		return &pluginv1.RunResponse{Error: perr}, nil
 	}
+	ctx, end := s.span(ctx, "agent.run", req.GetName(), req.GetHostServiceId())
 	out, err := guard(func() ([]byte, error) { return c.call(ctx, req.GetInput()) })
+	end(err)
 	return &pluginv1.RunResponse{Output: out, Error: toProtoError(err)}, nil
 }
 
@@ -177,14 +203,16 @@ func (s *server) ListInstances(req *pluginv1.ListInstancesRequest, stream plugin
 		return stream.Send(&pluginv1.ListInstancesResponse{Item: &pluginv1.ListInstancesResponse_Error{Error: perr}})
 	}
 	var sendErr error
+	ctx, end := s.span(stream.Context(), "task.instances", req.GetName(), req.GetHostServiceId())
 	_, err := guard(func() ([]byte, error) {
-		return nil, c.task.instances(stream.Context(), req.GetArgs(), func(id string, data []byte) error {
+		return nil, c.task.instances(ctx, req.GetArgs(), func(id string, data []byte) error {
 			sendErr = stream.Send(&pluginv1.ListInstancesResponse{Item: &pluginv1.ListInstancesResponse_Instance{
 				Instance: &pluginv1.Instance{Id: id, Data: data},
 			}})
 			return sendErr
 		})
 	})
+	end(err)
 	switch {
 	case sendErr != nil:
 		return sendErr
@@ -199,6 +227,7 @@ func (s *server) Evaluate(ctx context.Context, req *pluginv1.EvaluateRequest) (*
 	if perr != nil {
 		return &pluginv1.EvaluateResponse{Error: perr}, nil
 	}
+	ctx, end := s.span(ctx, "task.evaluate", req.GetName(), req.GetHostServiceId())
 	var res Result
 	details, err := guard(func() ([]byte, error) {
 		var err error
@@ -208,6 +237,7 @@ func (s *server) Evaluate(ctx context.Context, req *pluginv1.EvaluateRequest) (*
 		}
 		return marshal(res.Details, "evaluation details")
 	})
+	end(err)
 	if err != nil {
 		return &pluginv1.EvaluateResponse{Error: toProtoError(err)}, nil
 	}

@@ -92,19 +92,22 @@ func readFileLimited(path string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, maxInput+1))
 }
 
-// describeJSONError adds the line and column of a syntax error.
+// describeJSONError adds the line and column (1-based, in bytes, like
+// manifest diagnostics) of a syntax error: of the byte the decoder rejected,
+// or of the end of the input when it ended too soon.
 func describeJSONError(data []byte, err error) string {
 	var se *json.SyntaxError
 	if !errors.As(err, &se) {
 		return err.Error()
 	}
-	line, col := 1, 1
-	for _, c := range data[:min(int(se.Offset), len(data))] {
-		if c == '\n' {
-			line, col = line+1, 1
-		} else {
-			col++
-		}
+	off := min(max(int(se.Offset), 0), len(data))
+	if off > 0 && !strings.Contains(se.Error(), "end of JSON input") {
+		// Offset counts the rejected byte itself. Counting lines up to
+		// Offset put a rejected newline (one inside a string) at the
+		// start of the next line.
+		off--
 	}
-	return fmt.Sprintf("%v at line %d, column %d", se, line, max(col-1, 1))
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	col := off - (bytes.LastIndexByte(data[:off], '\n') + 1) + 1
+	return fmt.Sprintf("%v at line %d, column %d", se, line, col)
 }

@@ -61,3 +61,13 @@ var (
 	_ Tool  = ToolFunc(nil)
 	_ Agent = AgentFunc(nil)
 )
+
+// Origin describes the plugin process behind a component, for traces and
+// run records.
+type Origin struct {
+	// SHA256 is the hex digest of the plugin binary.
+	SHA256 string
+	// Protocol is the negotiated wire protocol version.
+	Protocol int
+	PID      int
+}

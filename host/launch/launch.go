@@ -21,6 +21,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 
 	"github.com/nexus-eval/nexus/host/component"
 	pluginv1 "github.com/nexus-eval/nexus/internal/pb/nexus/plugin/v1"
@@ -41,6 +42,7 @@ type config struct {
 	logger       hclog.Logger
 	startTimeout time.Duration
 	env          []string
+	hostService  func(plugin string) pluginv1.HostServiceServer
 }
 
 // WithLogger sets the logger; plugin output is logged under the plugin's
@@ -54,6 +56,12 @@ func WithStartTimeout(d time.Duration) Option { return func(c *config) { c.start
 // default a plugin sees only a minimal environment, never the host's
 // secrets.
 func WithEnv(env ...string) Option { return func(c *config) { c.env = append(c.env, env...) } }
+
+// WithHostService serves the HostService newService returns to each plugin
+// process through go-plugin's broker.
+func WithHostService(newService func(plugin string) pluginv1.HostServiceServer) Option {
+	return func(c *config) { c.hostService = newService }
+}
 
 // Launcher starts and owns plugin processes.
 type Launcher struct {
@@ -213,14 +221,23 @@ type Process struct {
 	Manifest *manifest.Manifest
 	// Protocol is the negotiated wire protocol version.
 	Protocol int
-	// SHA256 is the verified pin, or "" when the manifest pins nothing.
-	SHA256 string
-	RPC    *wire.Client
+	RPC      *wire.Client
+	// HostID is the broker id of the HostService served to this process,
+	// 0 when none is.
+	HostID uint32
 
 	client *plugin.Client
 	stderr *tail
 	pid    int
+	digest func() string
 }
+
+// SHA256 returns the hex sha256 of the binary the process runs: the
+// verified pin, or a hash computed once on first use.
+func (p *Process) SHA256() string { return p.digest() }
+
+// PID returns the plugin's process id.
+func (p *Process) PID() int { return p.pid }
 
 // StderrTail returns the last lines the plugin wrote to stderr.
 func (p *Process) StderrTail() string { return p.stderr.String() }
@@ -228,7 +245,15 @@ func (p *Process) StderrTail() string { return p.stderr.String() }
 // Exited reports whether the process has exited.
 func (p *Process) Exited() bool { return p.client.Exited() }
 
+// flushTimeout bounds the wait for a plugin's last spans at stop.
+const flushTimeout = 500 * time.Millisecond
+
 func (p *Process) kill() {
+	if p.HostID != 0 && !p.client.Exited() {
+		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+		_, _ = p.RPC.Plugin.Flush(ctx, &pluginv1.FlushRequest{HostServiceId: p.HostID})
+		cancel()
+	}
 	p.client.Kill()
 	// The plugin may have started children of its own; they share its
 	// process group.
@@ -244,12 +269,13 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 	if err := checkBinary(m, bin); err != nil {
 		return nil, err
 	}
-	digest := ""
+	digest := sync.OnceValue(func() string { d, _ := FileSHA256(bin); return d })
 	if m.Plugin.SHA256 != "" {
-		var err error
-		if digest, err = verifyPin(m, bin); err != nil {
+		pinned, err := verifyPin(m, bin)
+		if err != nil {
 			return nil, err
 		}
+		digest = func() string { return pinned }
 	}
 	if !slices.ContainsFunc(m.Plugin.Protocols, func(v int) bool { return slices.Contains(wire.Protocols, v) }) {
 		return nil, fmt.Errorf("plugin %q: %w: it speaks protocols %v, this host speaks %v: upgrade nexus-host or the plugin",
@@ -305,13 +331,22 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 	p := &Process{
 		Manifest: m,
 		Protocol: client.NegotiatedVersion(),
-		SHA256:   digest,
 		RPC:      wc,
 		client:   client,
 		stderr:   stderr,
+		digest:   digest,
 	}
 	if rc := client.ReattachConfig(); rc != nil {
 		p.pid = rc.Pid
+	}
+	if cfg.hostService != nil {
+		srv := cfg.hostService(name)
+		p.HostID = wc.Broker.NextId()
+		go wc.Broker.AcceptAndServe(p.HostID, func(opts []grpc.ServerOption) *grpc.Server {
+			s := grpc.NewServer(opts...)
+			pluginv1.RegisterHostServiceServer(s, srv)
+			return s
+		})
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.startTimeout)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nexus-eval/nexus/host/component"
 	pluginv1 "github.com/nexus-eval/nexus/internal/pb/nexus/plugin/v1"
+	"github.com/nexus-eval/nexus/internal/wire"
 	"github.com/nexus-eval/nexus/manifest"
 )
 
@@ -30,6 +31,16 @@ func (s *Slot) Agent(name string) component.Agent {
 // Task returns the task name served by the slot's plugin.
 func (s *Slot) Task(name string) component.Task {
 	return &remoteTask{remote{s, manifest.KindTask, name}}
+}
+
+// Origin describes the process currently serving the slot's components,
+// or the zero Origin when none runs.
+func (s *Slot) Origin() component.Origin {
+	p := s.cur.Load()
+	if p == nil {
+		return component.Origin{}
+	}
+	return component.Origin{SHA256: p.SHA256(), Protocol: p.Protocol, PID: p.pid}
 }
 
 type remote struct {
@@ -75,7 +86,7 @@ func (r *remoteTool) Call(ctx context.Context, input json.RawMessage) (json.RawM
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.RPC.Tool.Call(ctx, &pluginv1.CallRequest{Name: r.name, Input: input})
+	resp, err := p.RPC.Tool.Call(wire.InjectTrace(ctx), &pluginv1.CallRequest{Name: r.name, Input: input, HostServiceId: p.HostID})
 	if err != nil {
 		return nil, r.transport(ctx, p, err)
 	}
@@ -92,7 +103,7 @@ func (r *remoteAgent) Run(ctx context.Context, instance json.RawMessage) (json.R
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.RPC.Agent.Run(ctx, &pluginv1.RunRequest{Name: r.name, Input: instance})
+	resp, err := p.RPC.Agent.Run(wire.InjectTrace(ctx), &pluginv1.RunRequest{Name: r.name, Input: instance, HostServiceId: p.HostID})
 	if err != nil {
 		return nil, r.transport(ctx, p, err)
 	}
@@ -113,7 +124,7 @@ func (r *remoteTask) Instances(ctx context.Context, args json.RawMessage) iter.S
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel() // stops the stream when the consumer stops early
-		stream, err := p.RPC.Task.ListInstances(ctx, &pluginv1.ListInstancesRequest{Name: r.name, Args: args})
+		stream, err := p.RPC.Task.ListInstances(wire.InjectTrace(ctx), &pluginv1.ListInstancesRequest{Name: r.name, Args: args, HostServiceId: p.HostID})
 		if err != nil {
 			yield(component.Instance{}, r.transport(ctx, p, err))
 			return
@@ -144,11 +155,12 @@ func (r *remoteTask) Evaluate(ctx context.Context, args json.RawMessage, inst co
 	if err != nil {
 		return component.Result{}, err
 	}
-	resp, err := p.RPC.Task.Evaluate(ctx, &pluginv1.EvaluateRequest{
-		Name:     r.name,
-		Args:     args,
-		Instance: &pluginv1.Instance{Id: inst.ID, Data: inst.Data},
-		Output:   output,
+	resp, err := p.RPC.Task.Evaluate(wire.InjectTrace(ctx), &pluginv1.EvaluateRequest{
+		Name:          r.name,
+		Args:          args,
+		Instance:      &pluginv1.Instance{Id: inst.ID, Data: inst.Data},
+		Output:        output,
+		HostServiceId: p.HostID,
 	})
 	if err != nil {
 		return component.Result{}, r.transport(ctx, p, err)

@@ -28,6 +28,9 @@ type Meta struct {
 	Component manifest.Component
 	// Source is the manifest path, or "in-process" for Register.
 	Source string
+	// Origin describes the plugin process serving the entry right now; nil
+	// for in-process entries.
+	Origin func() component.Origin
 }
 
 // Name is the entry's short name.
@@ -286,3 +289,16 @@ func (e *entry[T]) run(ctx context.Context, processors []Processor[T], done chan
 	e.mu.Unlock()
 	close(done)
 }
+
+// ProcessorFunc makes a Processor from a name and a function.
+func ProcessorFunc[T any](name string, f func(meta Meta, v T) (T, error)) Processor[T] {
+	return processorFunc[T]{name, f}
+}
+
+type processorFunc[T any] struct {
+	name string
+	f    func(Meta, T) (T, error)
+}
+
+func (p processorFunc[T]) Name() string                   { return p.name }
+func (p processorFunc[T]) Process(m Meta, v T) (T, error) { return p.f(m, v) }

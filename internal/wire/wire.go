@@ -37,6 +37,9 @@ type Server interface {
 	pluginv1.ToolServiceServer
 	pluginv1.AgentServiceServer
 	pluginv1.TaskServiceServer
+	// UseBroker hands the server the broker it dials the host's
+	// HostService through.
+	UseBroker(b *plugin.GRPCBroker)
 }
 
 // Client is the host's view of one running plugin binary.
@@ -56,7 +59,8 @@ type GRPCPlugin struct {
 }
 
 // GRPCServer registers the v1 services on the plugin's gRPC server.
-func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+func (p *GRPCPlugin) GRPCServer(b *plugin.GRPCBroker, s *grpc.Server) error {
+	p.Impl.UseBroker(b)
 	pluginv1.RegisterPluginServiceServer(s, p.Impl)
 	pluginv1.RegisterToolServiceServer(s, p.Impl)
 	pluginv1.RegisterAgentServiceServer(s, p.Impl)

@@ -240,6 +240,64 @@ func (LogLevel) EnumDescriptor() ([]byte, []int) {
 	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{3}
 }
 
+type SpanKind int32
+
+const (
+	SpanKind_SPAN_KIND_UNSPECIFIED SpanKind = 0
+	SpanKind_SPAN_KIND_INTERNAL    SpanKind = 1
+	SpanKind_SPAN_KIND_SERVER      SpanKind = 2
+	SpanKind_SPAN_KIND_CLIENT      SpanKind = 3
+	SpanKind_SPAN_KIND_PRODUCER    SpanKind = 4
+	SpanKind_SPAN_KIND_CONSUMER    SpanKind = 5
+)
+
+// Enum value maps for SpanKind.
+var (
+	SpanKind_name = map[int32]string{
+		0: "SPAN_KIND_UNSPECIFIED",
+		1: "SPAN_KIND_INTERNAL",
+		2: "SPAN_KIND_SERVER",
+		3: "SPAN_KIND_CLIENT",
+		4: "SPAN_KIND_PRODUCER",
+		5: "SPAN_KIND_CONSUMER",
+	}
+	SpanKind_value = map[string]int32{
+		"SPAN_KIND_UNSPECIFIED": 0,
+		"SPAN_KIND_INTERNAL":    1,
+		"SPAN_KIND_SERVER":      2,
+		"SPAN_KIND_CLIENT":      3,
+		"SPAN_KIND_PRODUCER":    4,
+		"SPAN_KIND_CONSUMER":    5,
+	}
+)
+
+func (x SpanKind) Enum() *SpanKind {
+	p := new(SpanKind)
+	*p = x
+	return p
+}
+
+func (x SpanKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SpanKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_nexus_plugin_v1_plugin_proto_enumTypes[4].Descriptor()
+}
+
+func (SpanKind) Type() protoreflect.EnumType {
+	return &file_nexus_plugin_v1_plugin_proto_enumTypes[4]
+}
+
+func (x SpanKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SpanKind.Descriptor instead.
+func (SpanKind) EnumDescriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{4}
+}
+
 type DescribeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -276,6 +334,86 @@ func (*DescribeRequest) Descriptor() ([]byte, []int) {
 	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{0}
 }
 
+type FlushRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	HostServiceId uint32                 `protobuf:"varint,1,opt,name=host_service_id,json=hostServiceId,proto3" json:"host_service_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlushRequest) Reset() {
+	*x = FlushRequest{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlushRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlushRequest) ProtoMessage() {}
+
+func (x *FlushRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlushRequest.ProtoReflect.Descriptor instead.
+func (*FlushRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *FlushRequest) GetHostServiceId() uint32 {
+	if x != nil {
+		return x.HostServiceId
+	}
+	return 0
+}
+
+type FlushResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlushResponse) Reset() {
+	*x = FlushResponse{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlushResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlushResponse) ProtoMessage() {}
+
+func (x *FlushResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlushResponse.ProtoReflect.Descriptor instead.
+func (*FlushResponse) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{2}
+}
+
 type DescribeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The plugin's name and version as the binary knows them.
@@ -288,7 +426,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[1]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -300,7 +438,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[1]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -313,7 +451,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{1}
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *DescribeResponse) GetPluginName() string {
@@ -356,7 +494,7 @@ type Component struct {
 
 func (x *Component) Reset() {
 	*x = Component{}
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[2]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -368,7 +506,7 @@ func (x *Component) String() string {
 func (*Component) ProtoMessage() {}
 
 func (x *Component) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[2]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -381,7 +519,7 @@ func (x *Component) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Component.ProtoReflect.Descriptor instead.
 func (*Component) Descriptor() ([]byte, []int) {
-	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{2}
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Component) GetKind() ComponentKind {
@@ -452,7 +590,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[3]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -464,7 +602,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[3]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -477,7 +615,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{3}
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Error) GetCode() string {
@@ -507,7 +645,7 @@ type CallRequest struct {
 
 func (x *CallRequest) Reset() {
 	*x = CallRequest{}
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[4]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -519,7 +657,7 @@ func (x *CallRequest) String() string {
 func (*CallRequest) ProtoMessage() {}
 
 func (x *CallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[4]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -532,7 +670,7 @@ func (x *CallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallRequest.ProtoReflect.Descriptor instead.
 func (*CallRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{4}
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CallRequest) GetName() string {
@@ -566,7 +704,7 @@ type CallResponse struct {
 
 func (x *CallResponse) Reset() {
 	*x = CallResponse{}
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[5]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -578,7 +716,7 @@ func (x *CallResponse) String() string {
 func (*CallResponse) ProtoMessage() {}
 
 func (x *CallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[5]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -591,7 +729,7 @@ func (x *CallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResponse.ProtoReflect.Descriptor instead.
 func (*CallResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{5}
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CallResponse) GetOutput() []byte {
@@ -620,7 +758,7 @@ type RunRequest struct {
 
 func (x *RunRequest) Reset() {
 	*x = RunRequest{}
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[6]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -632,7 +770,7 @@ func (x *RunRequest) String() string {
 func (*RunRequest) ProtoMessage() {}
 
 func (x *RunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[6]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -645,7 +783,7 @@ func (x *RunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRequest.ProtoReflect.Descriptor instead.
 func (*RunRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{6}
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RunRequest) GetName() string {
@@ -679,7 +817,7 @@ type RunResponse struct {
 
 func (x *RunResponse) Reset() {
 	*x = RunResponse{}
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[7]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -691,7 +829,7 @@ func (x *RunResponse) String() string {
 func (*RunResponse) ProtoMessage() {}
 
 func (x *RunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[7]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -704,7 +842,7 @@ func (x *RunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResponse.ProtoReflect.Descriptor instead.
 func (*RunResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{7}
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RunResponse) GetOutput() []byte {
@@ -726,13 +864,14 @@ type ListInstancesRequest struct {
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// JSON object of task arguments.
 	Args          []byte `protobuf:"bytes,2,opt,name=args,proto3" json:"args,omitempty"`
+	HostServiceId uint32 `protobuf:"varint,3,opt,name=host_service_id,json=hostServiceId,proto3" json:"host_service_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListInstancesRequest) Reset() {
 	*x = ListInstancesRequest{}
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[8]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -744,7 +883,7 @@ func (x *ListInstancesRequest) String() string {
 func (*ListInstancesRequest) ProtoMessage() {}
 
 func (x *ListInstancesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[8]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -757,7 +896,7 @@ func (x *ListInstancesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListInstancesRequest.ProtoReflect.Descriptor instead.
 func (*ListInstancesRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{8}
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListInstancesRequest) GetName() string {
@@ -774,6 +913,13 @@ func (x *ListInstancesRequest) GetArgs() []byte {
 	return nil
 }
 
+func (x *ListInstancesRequest) GetHostServiceId() uint32 {
+	if x != nil {
+		return x.HostServiceId
+	}
+	return 0
+}
+
 type ListInstancesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Item:
@@ -787,7 +933,7 @@ type ListInstancesResponse struct {
 
 func (x *ListInstancesResponse) Reset() {
 	*x = ListInstancesResponse{}
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -799,7 +945,7 @@ func (x *ListInstancesResponse) String() string {
 func (*ListInstancesResponse) ProtoMessage() {}
 
 func (x *ListInstancesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -812,7 +958,7 @@ func (x *ListInstancesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListInstancesResponse.ProtoReflect.Descriptor instead.
 func (*ListInstancesResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListInstancesResponse) GetItem() isListInstancesResponse_Item {
@@ -869,7 +1015,7 @@ type Instance struct {
 
 func (x *Instance) Reset() {
 	*x = Instance{}
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -881,7 +1027,7 @@ func (x *Instance) String() string {
 func (*Instance) ProtoMessage() {}
 
 func (x *Instance) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -894,7 +1040,7 @@ func (x *Instance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Instance.ProtoReflect.Descriptor instead.
 func (*Instance) Descriptor() ([]byte, []int) {
-	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Instance) GetId() string {
@@ -918,13 +1064,14 @@ type EvaluateRequest struct {
 	Instance *Instance              `protobuf:"bytes,3,opt,name=instance,proto3" json:"instance,omitempty"`
 	// The agent's JSON output.
 	Output        []byte `protobuf:"bytes,4,opt,name=output,proto3" json:"output,omitempty"`
+	HostServiceId uint32 `protobuf:"varint,5,opt,name=host_service_id,json=hostServiceId,proto3" json:"host_service_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EvaluateRequest) Reset() {
 	*x = EvaluateRequest{}
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[11]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -936,7 +1083,7 @@ func (x *EvaluateRequest) String() string {
 func (*EvaluateRequest) ProtoMessage() {}
 
 func (x *EvaluateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[11]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -949,7 +1096,7 @@ func (x *EvaluateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluateRequest.ProtoReflect.Descriptor instead.
 func (*EvaluateRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *EvaluateRequest) GetName() string {
@@ -980,6 +1127,13 @@ func (x *EvaluateRequest) GetOutput() []byte {
 	return nil
 }
 
+func (x *EvaluateRequest) GetHostServiceId() uint32 {
+	if x != nil {
+		return x.HostServiceId
+	}
+	return 0
+}
+
 type EvaluateResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Score  float64                `protobuf:"fixed64,1,opt,name=score,proto3" json:"score,omitempty"`
@@ -993,7 +1147,7 @@ type EvaluateResponse struct {
 
 func (x *EvaluateResponse) Reset() {
 	*x = EvaluateResponse{}
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1005,7 +1159,7 @@ func (x *EvaluateResponse) String() string {
 func (*EvaluateResponse) ProtoMessage() {}
 
 func (x *EvaluateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1018,7 +1172,7 @@ func (x *EvaluateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluateResponse.ProtoReflect.Descriptor instead.
 func (*EvaluateResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *EvaluateResponse) GetScore() float64 {
@@ -1059,7 +1213,7 @@ type LogRequest struct {
 
 func (x *LogRequest) Reset() {
 	*x = LogRequest{}
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1071,7 +1225,7 @@ func (x *LogRequest) String() string {
 func (*LogRequest) ProtoMessage() {}
 
 func (x *LogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1084,7 +1238,7 @@ func (x *LogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogRequest.ProtoReflect.Descriptor instead.
 func (*LogRequest) Descriptor() ([]byte, []int) {
-	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LogRequest) GetLevel() LogLevel {
@@ -1109,7 +1263,7 @@ type LogResponse struct {
 
 func (x *LogResponse) Reset() {
 	*x = LogResponse{}
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1121,7 +1275,7 @@ func (x *LogResponse) String() string {
 func (*LogResponse) ProtoMessage() {}
 
 func (x *LogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1134,15 +1288,498 @@ func (x *LogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogResponse.ProtoReflect.Descriptor instead.
 func (*LogResponse) Descriptor() ([]byte, []int) {
-	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
+
+type ExportSpansRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Spans []*Span                `protobuf:"bytes,1,rep,name=spans,proto3" json:"spans,omitempty"`
+	// Spans the plugin dropped since its last export because its buffer was
+	// full.
+	Dropped       uint64 `protobuf:"varint,2,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportSpansRequest) Reset() {
+	*x = ExportSpansRequest{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportSpansRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportSpansRequest) ProtoMessage() {}
+
+func (x *ExportSpansRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportSpansRequest.ProtoReflect.Descriptor instead.
+func (*ExportSpansRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ExportSpansRequest) GetSpans() []*Span {
+	if x != nil {
+		return x.Spans
+	}
+	return nil
+}
+
+func (x *ExportSpansRequest) GetDropped() uint64 {
+	if x != nil {
+		return x.Dropped
+	}
+	return 0
+}
+
+type ExportSpansResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportSpansResponse) Reset() {
+	*x = ExportSpansResponse{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportSpansResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportSpansResponse) ProtoMessage() {}
+
+func (x *ExportSpansResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportSpansResponse.ProtoReflect.Descriptor instead.
+func (*ExportSpansResponse) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+}
+
+// Span is one finished span, in the shape of OpenTelemetry's span data.
+type Span struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 16 bytes.
+	TraceId []byte `protobuf:"bytes,1,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	// 8 bytes.
+	SpanId []byte `protobuf:"bytes,2,opt,name=span_id,json=spanId,proto3" json:"span_id,omitempty"`
+	// 8 bytes, or empty for a root span.
+	ParentSpanId  []byte       `protobuf:"bytes,3,opt,name=parent_span_id,json=parentSpanId,proto3" json:"parent_span_id,omitempty"`
+	Name          string       `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	Kind          SpanKind     `protobuf:"varint,5,opt,name=kind,proto3,enum=nexus.plugin.v1.SpanKind" json:"kind,omitempty"`
+	StartUnixNano int64        `protobuf:"varint,6,opt,name=start_unix_nano,json=startUnixNano,proto3" json:"start_unix_nano,omitempty"`
+	EndUnixNano   int64        `protobuf:"varint,7,opt,name=end_unix_nano,json=endUnixNano,proto3" json:"end_unix_nano,omitempty"`
+	Attributes    []*Attribute `protobuf:"bytes,8,rep,name=attributes,proto3" json:"attributes,omitempty"`
+	Events        []*SpanEvent `protobuf:"bytes,9,rep,name=events,proto3" json:"events,omitempty"`
+	Status        *SpanStatus  `protobuf:"bytes,10,opt,name=status,proto3" json:"status,omitempty"`
+	// W3C trace flags and state of the span's context.
+	TraceFlags uint32 `protobuf:"varint,11,opt,name=trace_flags,json=traceFlags,proto3" json:"trace_flags,omitempty"`
+	TraceState string `protobuf:"bytes,12,opt,name=trace_state,json=traceState,proto3" json:"trace_state,omitempty"`
+	// Instrumentation scope.
+	ScopeName     string `protobuf:"bytes,13,opt,name=scope_name,json=scopeName,proto3" json:"scope_name,omitempty"`
+	ScopeVersion  string `protobuf:"bytes,14,opt,name=scope_version,json=scopeVersion,proto3" json:"scope_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Span) Reset() {
+	*x = Span{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Span) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Span) ProtoMessage() {}
+
+func (x *Span) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Span.ProtoReflect.Descriptor instead.
+func (*Span) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Span) GetTraceId() []byte {
+	if x != nil {
+		return x.TraceId
+	}
+	return nil
+}
+
+func (x *Span) GetSpanId() []byte {
+	if x != nil {
+		return x.SpanId
+	}
+	return nil
+}
+
+func (x *Span) GetParentSpanId() []byte {
+	if x != nil {
+		return x.ParentSpanId
+	}
+	return nil
+}
+
+func (x *Span) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Span) GetKind() SpanKind {
+	if x != nil {
+		return x.Kind
+	}
+	return SpanKind_SPAN_KIND_UNSPECIFIED
+}
+
+func (x *Span) GetStartUnixNano() int64 {
+	if x != nil {
+		return x.StartUnixNano
+	}
+	return 0
+}
+
+func (x *Span) GetEndUnixNano() int64 {
+	if x != nil {
+		return x.EndUnixNano
+	}
+	return 0
+}
+
+func (x *Span) GetAttributes() []*Attribute {
+	if x != nil {
+		return x.Attributes
+	}
+	return nil
+}
+
+func (x *Span) GetEvents() []*SpanEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *Span) GetStatus() *SpanStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *Span) GetTraceFlags() uint32 {
+	if x != nil {
+		return x.TraceFlags
+	}
+	return 0
+}
+
+func (x *Span) GetTraceState() string {
+	if x != nil {
+		return x.TraceState
+	}
+	return ""
+}
+
+func (x *Span) GetScopeName() string {
+	if x != nil {
+		return x.ScopeName
+	}
+	return ""
+}
+
+func (x *Span) GetScopeVersion() string {
+	if x != nil {
+		return x.ScopeVersion
+	}
+	return ""
+}
+
+type SpanEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	TimeUnixNano  int64                  `protobuf:"varint,2,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`
+	Attributes    []*Attribute           `protobuf:"bytes,3,rep,name=attributes,proto3" json:"attributes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpanEvent) Reset() {
+	*x = SpanEvent{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpanEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpanEvent) ProtoMessage() {}
+
+func (x *SpanEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpanEvent.ProtoReflect.Descriptor instead.
+func (*SpanEvent) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SpanEvent) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SpanEvent) GetTimeUnixNano() int64 {
+	if x != nil {
+		return x.TimeUnixNano
+	}
+	return 0
+}
+
+func (x *SpanEvent) GetAttributes() []*Attribute {
+	if x != nil {
+		return x.Attributes
+	}
+	return nil
+}
+
+type SpanStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 0 unset, 1 error, 2 ok (OpenTelemetry's codes).
+	Code          uint32 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpanStatus) Reset() {
+	*x = SpanStatus{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpanStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpanStatus) ProtoMessage() {}
+
+func (x *SpanStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpanStatus.ProtoReflect.Descriptor instead.
+func (*SpanStatus) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SpanStatus) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *SpanStatus) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// Attribute is one key/value; the value keeps its type.
+type Attribute struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Types that are valid to be assigned to Value:
+	//
+	//	*Attribute_StringValue
+	//	*Attribute_BoolValue
+	//	*Attribute_IntValue
+	//	*Attribute_DoubleValue
+	Value         isAttribute_Value `protobuf_oneof:"value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Attribute) Reset() {
+	*x = Attribute{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Attribute) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Attribute) ProtoMessage() {}
+
+func (x *Attribute) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Attribute.ProtoReflect.Descriptor instead.
+func (*Attribute) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *Attribute) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Attribute) GetValue() isAttribute_Value {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *Attribute) GetStringValue() string {
+	if x != nil {
+		if x, ok := x.Value.(*Attribute_StringValue); ok {
+			return x.StringValue
+		}
+	}
+	return ""
+}
+
+func (x *Attribute) GetBoolValue() bool {
+	if x != nil {
+		if x, ok := x.Value.(*Attribute_BoolValue); ok {
+			return x.BoolValue
+		}
+	}
+	return false
+}
+
+func (x *Attribute) GetIntValue() int64 {
+	if x != nil {
+		if x, ok := x.Value.(*Attribute_IntValue); ok {
+			return x.IntValue
+		}
+	}
+	return 0
+}
+
+func (x *Attribute) GetDoubleValue() float64 {
+	if x != nil {
+		if x, ok := x.Value.(*Attribute_DoubleValue); ok {
+			return x.DoubleValue
+		}
+	}
+	return 0
+}
+
+type isAttribute_Value interface {
+	isAttribute_Value()
+}
+
+type Attribute_StringValue struct {
+	StringValue string `protobuf:"bytes,2,opt,name=string_value,json=stringValue,proto3,oneof"`
+}
+
+type Attribute_BoolValue struct {
+	BoolValue bool `protobuf:"varint,3,opt,name=bool_value,json=boolValue,proto3,oneof"`
+}
+
+type Attribute_IntValue struct {
+	IntValue int64 `protobuf:"varint,4,opt,name=int_value,json=intValue,proto3,oneof"`
+}
+
+type Attribute_DoubleValue struct {
+	DoubleValue float64 `protobuf:"fixed64,5,opt,name=double_value,json=doubleValue,proto3,oneof"`
+}
+
+func (*Attribute_StringValue) isAttribute_Value() {}
+
+func (*Attribute_BoolValue) isAttribute_Value() {}
+
+func (*Attribute_IntValue) isAttribute_Value() {}
+
+func (*Attribute_DoubleValue) isAttribute_Value() {}
 
 var File_nexus_plugin_v1_plugin_proto protoreflect.FileDescriptor
 
 const file_nexus_plugin_v1_plugin_proto_rawDesc = "" +
 	"\n" +
 	"\x1cnexus/plugin/v1/plugin.proto\x12\x0fnexus.plugin.v1\"\x11\n" +
-	"\x0fDescribeRequest\"\x96\x01\n" +
+	"\x0fDescribeRequest\"6\n" +
+	"\fFlushRequest\x12&\n" +
+	"\x0fhost_service_id\x18\x01 \x01(\rR\rhostServiceId\"\x0f\n" +
+	"\rFlushResponse\"\x96\x01\n" +
 	"\x10DescribeResponse\x12\x1f\n" +
 	"\vplugin_name\x18\x01 \x01(\tR\n" +
 	"pluginName\x12%\n" +
@@ -1176,22 +1813,24 @@ const file_nexus_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x0fhost_service_id\x18\x03 \x01(\rR\rhostServiceId\"S\n" +
 	"\vRunResponse\x12\x16\n" +
 	"\x06output\x18\x01 \x01(\fR\x06output\x12,\n" +
-	"\x05error\x18\x02 \x01(\v2\x16.nexus.plugin.v1.ErrorR\x05error\">\n" +
+	"\x05error\x18\x02 \x01(\v2\x16.nexus.plugin.v1.ErrorR\x05error\"f\n" +
 	"\x14ListInstancesRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
-	"\x04args\x18\x02 \x01(\fR\x04args\"\x88\x01\n" +
+	"\x04args\x18\x02 \x01(\fR\x04args\x12&\n" +
+	"\x0fhost_service_id\x18\x03 \x01(\rR\rhostServiceId\"\x88\x01\n" +
 	"\x15ListInstancesResponse\x127\n" +
 	"\binstance\x18\x01 \x01(\v2\x19.nexus.plugin.v1.InstanceH\x00R\binstance\x12.\n" +
 	"\x05error\x18\x02 \x01(\v2\x16.nexus.plugin.v1.ErrorH\x00R\x05errorB\x06\n" +
 	"\x04item\".\n" +
 	"\bInstance\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"\x88\x01\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"\xb0\x01\n" +
 	"\x0fEvaluateRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04args\x18\x02 \x01(\fR\x04args\x125\n" +
 	"\binstance\x18\x03 \x01(\v2\x19.nexus.plugin.v1.InstanceR\binstance\x12\x16\n" +
-	"\x06output\x18\x04 \x01(\fR\x06output\"\x88\x01\n" +
+	"\x06output\x18\x04 \x01(\fR\x06output\x12&\n" +
+	"\x0fhost_service_id\x18\x05 \x01(\rR\rhostServiceId\"\x88\x01\n" +
 	"\x10EvaluateResponse\x12\x14\n" +
 	"\x05score\x18\x01 \x01(\x01R\x05score\x12\x16\n" +
 	"\x06passed\x18\x02 \x01(\bR\x06passed\x12\x18\n" +
@@ -1201,7 +1840,50 @@ const file_nexus_plugin_v1_plugin_proto_rawDesc = "" +
 	"LogRequest\x12/\n" +
 	"\x05level\x18\x01 \x01(\x0e2\x19.nexus.plugin.v1.LogLevelR\x05level\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\r\n" +
-	"\vLogResponse*{\n" +
+	"\vLogResponse\"[\n" +
+	"\x12ExportSpansRequest\x12+\n" +
+	"\x05spans\x18\x01 \x03(\v2\x15.nexus.plugin.v1.SpanR\x05spans\x12\x18\n" +
+	"\adropped\x18\x02 \x01(\x04R\adropped\"\x15\n" +
+	"\x13ExportSpansResponse\"\x9a\x04\n" +
+	"\x04Span\x12\x19\n" +
+	"\btrace_id\x18\x01 \x01(\fR\atraceId\x12\x17\n" +
+	"\aspan_id\x18\x02 \x01(\fR\x06spanId\x12$\n" +
+	"\x0eparent_span_id\x18\x03 \x01(\fR\fparentSpanId\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12-\n" +
+	"\x04kind\x18\x05 \x01(\x0e2\x19.nexus.plugin.v1.SpanKindR\x04kind\x12&\n" +
+	"\x0fstart_unix_nano\x18\x06 \x01(\x03R\rstartUnixNano\x12\"\n" +
+	"\rend_unix_nano\x18\a \x01(\x03R\vendUnixNano\x12:\n" +
+	"\n" +
+	"attributes\x18\b \x03(\v2\x1a.nexus.plugin.v1.AttributeR\n" +
+	"attributes\x122\n" +
+	"\x06events\x18\t \x03(\v2\x1a.nexus.plugin.v1.SpanEventR\x06events\x123\n" +
+	"\x06status\x18\n" +
+	" \x01(\v2\x1b.nexus.plugin.v1.SpanStatusR\x06status\x12\x1f\n" +
+	"\vtrace_flags\x18\v \x01(\rR\n" +
+	"traceFlags\x12\x1f\n" +
+	"\vtrace_state\x18\f \x01(\tR\n" +
+	"traceState\x12\x1d\n" +
+	"\n" +
+	"scope_name\x18\r \x01(\tR\tscopeName\x12#\n" +
+	"\rscope_version\x18\x0e \x01(\tR\fscopeVersion\"\x81\x01\n" +
+	"\tSpanEvent\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
+	"\x0etime_unix_nano\x18\x02 \x01(\x03R\ftimeUnixNano\x12:\n" +
+	"\n" +
+	"attributes\x18\x03 \x03(\v2\x1a.nexus.plugin.v1.AttributeR\n" +
+	"attributes\":\n" +
+	"\n" +
+	"SpanStatus\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xb0\x01\n" +
+	"\tAttribute\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12#\n" +
+	"\fstring_value\x18\x02 \x01(\tH\x00R\vstringValue\x12\x1f\n" +
+	"\n" +
+	"bool_value\x18\x03 \x01(\bH\x00R\tboolValue\x12\x1d\n" +
+	"\tint_value\x18\x04 \x01(\x03H\x00R\bintValue\x12#\n" +
+	"\fdouble_value\x18\x05 \x01(\x01H\x00R\vdoubleValueB\a\n" +
+	"\x05value*{\n" +
 	"\rComponentKind\x12\x1e\n" +
 	"\x1aCOMPONENT_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13COMPONENT_KIND_TOOL\x10\x01\x12\x18\n" +
@@ -1221,18 +1903,27 @@ const file_nexus_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x0fLOG_LEVEL_DEBUG\x10\x01\x12\x12\n" +
 	"\x0eLOG_LEVEL_INFO\x10\x02\x12\x12\n" +
 	"\x0eLOG_LEVEL_WARN\x10\x03\x12\x13\n" +
-	"\x0fLOG_LEVEL_ERROR\x10\x042`\n" +
+	"\x0fLOG_LEVEL_ERROR\x10\x04*\x99\x01\n" +
+	"\bSpanKind\x12\x19\n" +
+	"\x15SPAN_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12SPAN_KIND_INTERNAL\x10\x01\x12\x14\n" +
+	"\x10SPAN_KIND_SERVER\x10\x02\x12\x14\n" +
+	"\x10SPAN_KIND_CLIENT\x10\x03\x12\x16\n" +
+	"\x12SPAN_KIND_PRODUCER\x10\x04\x12\x16\n" +
+	"\x12SPAN_KIND_CONSUMER\x10\x052\xa8\x01\n" +
 	"\rPluginService\x12O\n" +
-	"\bDescribe\x12 .nexus.plugin.v1.DescribeRequest\x1a!.nexus.plugin.v1.DescribeResponse2R\n" +
+	"\bDescribe\x12 .nexus.plugin.v1.DescribeRequest\x1a!.nexus.plugin.v1.DescribeResponse\x12F\n" +
+	"\x05Flush\x12\x1d.nexus.plugin.v1.FlushRequest\x1a\x1e.nexus.plugin.v1.FlushResponse2R\n" +
 	"\vToolService\x12C\n" +
 	"\x04Call\x12\x1c.nexus.plugin.v1.CallRequest\x1a\x1d.nexus.plugin.v1.CallResponse2P\n" +
 	"\fAgentService\x12@\n" +
 	"\x03Run\x12\x1b.nexus.plugin.v1.RunRequest\x1a\x1c.nexus.plugin.v1.RunResponse2\xc0\x01\n" +
 	"\vTaskService\x12`\n" +
 	"\rListInstances\x12%.nexus.plugin.v1.ListInstancesRequest\x1a&.nexus.plugin.v1.ListInstancesResponse0\x01\x12O\n" +
-	"\bEvaluate\x12 .nexus.plugin.v1.EvaluateRequest\x1a!.nexus.plugin.v1.EvaluateResponse2O\n" +
+	"\bEvaluate\x12 .nexus.plugin.v1.EvaluateRequest\x1a!.nexus.plugin.v1.EvaluateResponse2\xa9\x01\n" +
 	"\vHostService\x12@\n" +
-	"\x03Log\x12\x1b.nexus.plugin.v1.LogRequest\x1a\x1c.nexus.plugin.v1.LogResponseBBZ@github.com/nexus-eval/nexus/internal/pb/nexus/plugin/v1;pluginv1b\x06proto3"
+	"\x03Log\x12\x1b.nexus.plugin.v1.LogRequest\x1a\x1c.nexus.plugin.v1.LogResponse\x12X\n" +
+	"\vExportSpans\x12#.nexus.plugin.v1.ExportSpansRequest\x1a$.nexus.plugin.v1.ExportSpansResponseBBZ@github.com/nexus-eval/nexus/internal/pb/nexus/plugin/v1;pluginv1b\x06proto3"
 
 var (
 	file_nexus_plugin_v1_plugin_proto_rawDescOnce sync.Once
@@ -1246,58 +1937,77 @@ func file_nexus_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 	return file_nexus_plugin_v1_plugin_proto_rawDescData
 }
 
-var file_nexus_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_nexus_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_nexus_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_nexus_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_nexus_plugin_v1_plugin_proto_goTypes = []any{
 	(ComponentKind)(0),            // 0: nexus.plugin.v1.ComponentKind
 	(ToolKind)(0),                 // 1: nexus.plugin.v1.ToolKind
 	(TaskMode)(0),                 // 2: nexus.plugin.v1.TaskMode
 	(LogLevel)(0),                 // 3: nexus.plugin.v1.LogLevel
-	(*DescribeRequest)(nil),       // 4: nexus.plugin.v1.DescribeRequest
-	(*DescribeResponse)(nil),      // 5: nexus.plugin.v1.DescribeResponse
-	(*Component)(nil),             // 6: nexus.plugin.v1.Component
-	(*Error)(nil),                 // 7: nexus.plugin.v1.Error
-	(*CallRequest)(nil),           // 8: nexus.plugin.v1.CallRequest
-	(*CallResponse)(nil),          // 9: nexus.plugin.v1.CallResponse
-	(*RunRequest)(nil),            // 10: nexus.plugin.v1.RunRequest
-	(*RunResponse)(nil),           // 11: nexus.plugin.v1.RunResponse
-	(*ListInstancesRequest)(nil),  // 12: nexus.plugin.v1.ListInstancesRequest
-	(*ListInstancesResponse)(nil), // 13: nexus.plugin.v1.ListInstancesResponse
-	(*Instance)(nil),              // 14: nexus.plugin.v1.Instance
-	(*EvaluateRequest)(nil),       // 15: nexus.plugin.v1.EvaluateRequest
-	(*EvaluateResponse)(nil),      // 16: nexus.plugin.v1.EvaluateResponse
-	(*LogRequest)(nil),            // 17: nexus.plugin.v1.LogRequest
-	(*LogResponse)(nil),           // 18: nexus.plugin.v1.LogResponse
+	(SpanKind)(0),                 // 4: nexus.plugin.v1.SpanKind
+	(*DescribeRequest)(nil),       // 5: nexus.plugin.v1.DescribeRequest
+	(*FlushRequest)(nil),          // 6: nexus.plugin.v1.FlushRequest
+	(*FlushResponse)(nil),         // 7: nexus.plugin.v1.FlushResponse
+	(*DescribeResponse)(nil),      // 8: nexus.plugin.v1.DescribeResponse
+	(*Component)(nil),             // 9: nexus.plugin.v1.Component
+	(*Error)(nil),                 // 10: nexus.plugin.v1.Error
+	(*CallRequest)(nil),           // 11: nexus.plugin.v1.CallRequest
+	(*CallResponse)(nil),          // 12: nexus.plugin.v1.CallResponse
+	(*RunRequest)(nil),            // 13: nexus.plugin.v1.RunRequest
+	(*RunResponse)(nil),           // 14: nexus.plugin.v1.RunResponse
+	(*ListInstancesRequest)(nil),  // 15: nexus.plugin.v1.ListInstancesRequest
+	(*ListInstancesResponse)(nil), // 16: nexus.plugin.v1.ListInstancesResponse
+	(*Instance)(nil),              // 17: nexus.plugin.v1.Instance
+	(*EvaluateRequest)(nil),       // 18: nexus.plugin.v1.EvaluateRequest
+	(*EvaluateResponse)(nil),      // 19: nexus.plugin.v1.EvaluateResponse
+	(*LogRequest)(nil),            // 20: nexus.plugin.v1.LogRequest
+	(*LogResponse)(nil),           // 21: nexus.plugin.v1.LogResponse
+	(*ExportSpansRequest)(nil),    // 22: nexus.plugin.v1.ExportSpansRequest
+	(*ExportSpansResponse)(nil),   // 23: nexus.plugin.v1.ExportSpansResponse
+	(*Span)(nil),                  // 24: nexus.plugin.v1.Span
+	(*SpanEvent)(nil),             // 25: nexus.plugin.v1.SpanEvent
+	(*SpanStatus)(nil),            // 26: nexus.plugin.v1.SpanStatus
+	(*Attribute)(nil),             // 27: nexus.plugin.v1.Attribute
 }
 var file_nexus_plugin_v1_plugin_proto_depIdxs = []int32{
-	6,  // 0: nexus.plugin.v1.DescribeResponse.components:type_name -> nexus.plugin.v1.Component
+	9,  // 0: nexus.plugin.v1.DescribeResponse.components:type_name -> nexus.plugin.v1.Component
 	0,  // 1: nexus.plugin.v1.Component.kind:type_name -> nexus.plugin.v1.ComponentKind
 	1,  // 2: nexus.plugin.v1.Component.tool_kind:type_name -> nexus.plugin.v1.ToolKind
 	2,  // 3: nexus.plugin.v1.Component.task_mode:type_name -> nexus.plugin.v1.TaskMode
-	7,  // 4: nexus.plugin.v1.CallResponse.error:type_name -> nexus.plugin.v1.Error
-	7,  // 5: nexus.plugin.v1.RunResponse.error:type_name -> nexus.plugin.v1.Error
-	14, // 6: nexus.plugin.v1.ListInstancesResponse.instance:type_name -> nexus.plugin.v1.Instance
-	7,  // 7: nexus.plugin.v1.ListInstancesResponse.error:type_name -> nexus.plugin.v1.Error
-	14, // 8: nexus.plugin.v1.EvaluateRequest.instance:type_name -> nexus.plugin.v1.Instance
-	7,  // 9: nexus.plugin.v1.EvaluateResponse.error:type_name -> nexus.plugin.v1.Error
+	10, // 4: nexus.plugin.v1.CallResponse.error:type_name -> nexus.plugin.v1.Error
+	10, // 5: nexus.plugin.v1.RunResponse.error:type_name -> nexus.plugin.v1.Error
+	17, // 6: nexus.plugin.v1.ListInstancesResponse.instance:type_name -> nexus.plugin.v1.Instance
+	10, // 7: nexus.plugin.v1.ListInstancesResponse.error:type_name -> nexus.plugin.v1.Error
+	17, // 8: nexus.plugin.v1.EvaluateRequest.instance:type_name -> nexus.plugin.v1.Instance
+	10, // 9: nexus.plugin.v1.EvaluateResponse.error:type_name -> nexus.plugin.v1.Error
 	3,  // 10: nexus.plugin.v1.LogRequest.level:type_name -> nexus.plugin.v1.LogLevel
-	4,  // 11: nexus.plugin.v1.PluginService.Describe:input_type -> nexus.plugin.v1.DescribeRequest
-	8,  // 12: nexus.plugin.v1.ToolService.Call:input_type -> nexus.plugin.v1.CallRequest
-	10, // 13: nexus.plugin.v1.AgentService.Run:input_type -> nexus.plugin.v1.RunRequest
-	12, // 14: nexus.plugin.v1.TaskService.ListInstances:input_type -> nexus.plugin.v1.ListInstancesRequest
-	15, // 15: nexus.plugin.v1.TaskService.Evaluate:input_type -> nexus.plugin.v1.EvaluateRequest
-	17, // 16: nexus.plugin.v1.HostService.Log:input_type -> nexus.plugin.v1.LogRequest
-	5,  // 17: nexus.plugin.v1.PluginService.Describe:output_type -> nexus.plugin.v1.DescribeResponse
-	9,  // 18: nexus.plugin.v1.ToolService.Call:output_type -> nexus.plugin.v1.CallResponse
-	11, // 19: nexus.plugin.v1.AgentService.Run:output_type -> nexus.plugin.v1.RunResponse
-	13, // 20: nexus.plugin.v1.TaskService.ListInstances:output_type -> nexus.plugin.v1.ListInstancesResponse
-	16, // 21: nexus.plugin.v1.TaskService.Evaluate:output_type -> nexus.plugin.v1.EvaluateResponse
-	18, // 22: nexus.plugin.v1.HostService.Log:output_type -> nexus.plugin.v1.LogResponse
-	17, // [17:23] is the sub-list for method output_type
-	11, // [11:17] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	24, // 11: nexus.plugin.v1.ExportSpansRequest.spans:type_name -> nexus.plugin.v1.Span
+	4,  // 12: nexus.plugin.v1.Span.kind:type_name -> nexus.plugin.v1.SpanKind
+	27, // 13: nexus.plugin.v1.Span.attributes:type_name -> nexus.plugin.v1.Attribute
+	25, // 14: nexus.plugin.v1.Span.events:type_name -> nexus.plugin.v1.SpanEvent
+	26, // 15: nexus.plugin.v1.Span.status:type_name -> nexus.plugin.v1.SpanStatus
+	27, // 16: nexus.plugin.v1.SpanEvent.attributes:type_name -> nexus.plugin.v1.Attribute
+	5,  // 17: nexus.plugin.v1.PluginService.Describe:input_type -> nexus.plugin.v1.DescribeRequest
+	6,  // 18: nexus.plugin.v1.PluginService.Flush:input_type -> nexus.plugin.v1.FlushRequest
+	11, // 19: nexus.plugin.v1.ToolService.Call:input_type -> nexus.plugin.v1.CallRequest
+	13, // 20: nexus.plugin.v1.AgentService.Run:input_type -> nexus.plugin.v1.RunRequest
+	15, // 21: nexus.plugin.v1.TaskService.ListInstances:input_type -> nexus.plugin.v1.ListInstancesRequest
+	18, // 22: nexus.plugin.v1.TaskService.Evaluate:input_type -> nexus.plugin.v1.EvaluateRequest
+	20, // 23: nexus.plugin.v1.HostService.Log:input_type -> nexus.plugin.v1.LogRequest
+	22, // 24: nexus.plugin.v1.HostService.ExportSpans:input_type -> nexus.plugin.v1.ExportSpansRequest
+	8,  // 25: nexus.plugin.v1.PluginService.Describe:output_type -> nexus.plugin.v1.DescribeResponse
+	7,  // 26: nexus.plugin.v1.PluginService.Flush:output_type -> nexus.plugin.v1.FlushResponse
+	12, // 27: nexus.plugin.v1.ToolService.Call:output_type -> nexus.plugin.v1.CallResponse
+	14, // 28: nexus.plugin.v1.AgentService.Run:output_type -> nexus.plugin.v1.RunResponse
+	16, // 29: nexus.plugin.v1.TaskService.ListInstances:output_type -> nexus.plugin.v1.ListInstancesResponse
+	19, // 30: nexus.plugin.v1.TaskService.Evaluate:output_type -> nexus.plugin.v1.EvaluateResponse
+	21, // 31: nexus.plugin.v1.HostService.Log:output_type -> nexus.plugin.v1.LogResponse
+	23, // 32: nexus.plugin.v1.HostService.ExportSpans:output_type -> nexus.plugin.v1.ExportSpansResponse
+	25, // [25:33] is the sub-list for method output_type
+	17, // [17:25] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_nexus_plugin_v1_plugin_proto_init() }
@@ -1305,17 +2015,23 @@ func file_nexus_plugin_v1_plugin_proto_init() {
 	if File_nexus_plugin_v1_plugin_proto != nil {
 		return
 	}
-	file_nexus_plugin_v1_plugin_proto_msgTypes[9].OneofWrappers = []any{
+	file_nexus_plugin_v1_plugin_proto_msgTypes[11].OneofWrappers = []any{
 		(*ListInstancesResponse_Instance)(nil),
 		(*ListInstancesResponse_Error)(nil),
+	}
+	file_nexus_plugin_v1_plugin_proto_msgTypes[22].OneofWrappers = []any{
+		(*Attribute_StringValue)(nil),
+		(*Attribute_BoolValue)(nil),
+		(*Attribute_IntValue)(nil),
+		(*Attribute_DoubleValue)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nexus_plugin_v1_plugin_proto_rawDesc), len(file_nexus_plugin_v1_plugin_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   15,
+			NumEnums:      5,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

@@ -28,6 +28,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	PluginService_Describe_FullMethodName = "/nexus.plugin.v1.PluginService/Describe"
+	PluginService_Flush_FullMethodName    = "/nexus.plugin.v1.PluginService/Flush"
 )
 
 // PluginServiceClient is the client API for PluginService service.
@@ -39,6 +40,9 @@ type PluginServiceClient interface {
 	// Describe lists the binary's components with their schemas. The host
 	// compares the answer with the plugin's manifest before dispensing anything.
 	Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*DescribeResponse, error)
+	// Flush sends every finished span to the host before it returns; the
+	// host calls it before stopping the plugin so no span is lost.
+	Flush(ctx context.Context, in *FlushRequest, opts ...grpc.CallOption) (*FlushResponse, error)
 }
 
 type pluginServiceClient struct {
@@ -59,6 +63,16 @@ func (c *pluginServiceClient) Describe(ctx context.Context, in *DescribeRequest,
 	return out, nil
 }
 
+func (c *pluginServiceClient) Flush(ctx context.Context, in *FlushRequest, opts ...grpc.CallOption) (*FlushResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FlushResponse)
+	err := c.cc.Invoke(ctx, PluginService_Flush_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PluginServiceServer is the server API for PluginService service.
 // All implementations must embed UnimplementedPluginServiceServer
 // for forward compatibility.
@@ -68,6 +82,9 @@ type PluginServiceServer interface {
 	// Describe lists the binary's components with their schemas. The host
 	// compares the answer with the plugin's manifest before dispensing anything.
 	Describe(context.Context, *DescribeRequest) (*DescribeResponse, error)
+	// Flush sends every finished span to the host before it returns; the
+	// host calls it before stopping the plugin so no span is lost.
+	Flush(context.Context, *FlushRequest) (*FlushResponse, error)
 	mustEmbedUnimplementedPluginServiceServer()
 }
 
@@ -80,6 +97,9 @@ type UnimplementedPluginServiceServer struct{}
 
 func (UnimplementedPluginServiceServer) Describe(context.Context, *DescribeRequest) (*DescribeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Describe not implemented")
+}
+func (UnimplementedPluginServiceServer) Flush(context.Context, *FlushRequest) (*FlushResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Flush not implemented")
 }
 func (UnimplementedPluginServiceServer) mustEmbedUnimplementedPluginServiceServer() {}
 func (UnimplementedPluginServiceServer) testEmbeddedByValue()                       {}
@@ -120,6 +140,24 @@ func _PluginService_Describe_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PluginService_Flush_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FlushRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PluginServiceServer).Flush(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PluginService_Flush_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PluginServiceServer).Flush(ctx, req.(*FlushRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PluginService_ServiceDesc is the grpc.ServiceDesc for PluginService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -130,6 +168,10 @@ var PluginService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Describe",
 			Handler:    _PluginService_Describe_Handler,
+		},
+		{
+			MethodName: "Flush",
+			Handler:    _PluginService_Flush_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
@@ -501,7 +543,8 @@ var TaskService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	HostService_Log_FullMethodName = "/nexus.plugin.v1.HostService/Log"
+	HostService_Log_FullMethodName         = "/nexus.plugin.v1.HostService/Log"
+	HostService_ExportSpans_FullMethodName = "/nexus.plugin.v1.HostService/ExportSpans"
 )
 
 // HostServiceClient is the client API for HostService service.
@@ -510,10 +553,13 @@ const (
 //
 // HostService is served by the host back to a plugin through go-plugin's
 // GRPCBroker; a request's host_service_id names the broker stream. Later
-// protocol revisions add LLM completion, tool calls, state and span export.
+// protocol revisions add LLM completion, tool calls and state.
 type HostServiceClient interface {
 	// Log writes a message to the host log under the plugin's name.
 	Log(ctx context.Context, in *LogRequest, opts ...grpc.CallOption) (*LogResponse, error)
+	// ExportSpans hands the plugin's finished spans to the host, which sends
+	// them to its own exporters: plugins need no exporter configuration.
+	ExportSpans(ctx context.Context, in *ExportSpansRequest, opts ...grpc.CallOption) (*ExportSpansResponse, error)
 }
 
 type hostServiceClient struct {
@@ -534,16 +580,29 @@ func (c *hostServiceClient) Log(ctx context.Context, in *LogRequest, opts ...grp
 	return out, nil
 }
 
+func (c *hostServiceClient) ExportSpans(ctx context.Context, in *ExportSpansRequest, opts ...grpc.CallOption) (*ExportSpansResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExportSpansResponse)
+	err := c.cc.Invoke(ctx, HostService_ExportSpans_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HostServiceServer is the server API for HostService service.
 // All implementations must embed UnimplementedHostServiceServer
 // for forward compatibility.
 //
 // HostService is served by the host back to a plugin through go-plugin's
 // GRPCBroker; a request's host_service_id names the broker stream. Later
-// protocol revisions add LLM completion, tool calls, state and span export.
+// protocol revisions add LLM completion, tool calls and state.
 type HostServiceServer interface {
 	// Log writes a message to the host log under the plugin's name.
 	Log(context.Context, *LogRequest) (*LogResponse, error)
+	// ExportSpans hands the plugin's finished spans to the host, which sends
+	// them to its own exporters: plugins need no exporter configuration.
+	ExportSpans(context.Context, *ExportSpansRequest) (*ExportSpansResponse, error)
 	mustEmbedUnimplementedHostServiceServer()
 }
 
@@ -556,6 +615,9 @@ type UnimplementedHostServiceServer struct{}
 
 func (UnimplementedHostServiceServer) Log(context.Context, *LogRequest) (*LogResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Log not implemented")
+}
+func (UnimplementedHostServiceServer) ExportSpans(context.Context, *ExportSpansRequest) (*ExportSpansResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExportSpans not implemented")
 }
 func (UnimplementedHostServiceServer) mustEmbedUnimplementedHostServiceServer() {}
 func (UnimplementedHostServiceServer) testEmbeddedByValue()                     {}
@@ -596,6 +658,24 @@ func _HostService_Log_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _HostService_ExportSpans_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExportSpansRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServiceServer).ExportSpans(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HostService_ExportSpans_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServiceServer).ExportSpans(ctx, req.(*ExportSpansRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // HostService_ServiceDesc is the grpc.ServiceDesc for HostService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -606,6 +686,10 @@ var HostService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Log",
 			Handler:    _HostService_Log_Handler,
+		},
+		{
+			MethodName: "ExportSpans",
+			Handler:    _HostService_ExportSpans_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,249 @@
+// This file is section 3: warm calls of the echo tool through the Nexus
+// host (registry lookup once, then Call in a loop) against a stock
+// go-plugin gRPC plugin, one caller at a time and with many concurrent
+// callers. Two more paths split the difference: the host without its
+// processors, and the Nexus plugin behind a raw gRPC client from
+// host/launch (no registry, no proxy, no processors).
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nexus-eval/nexus/host"
+	"github.com/nexus-eval/nexus/host/launch"
+	pluginv1 "github.com/nexus-eval/nexus/internal/pb/nexus/plugin/v1"
+	"github.com/nexus-eval/nexus/manifest"
+)
+
+var warmCallSection = Section{Key: "warm", Title: "3. Warm call", Run: runWarmCall}
+
+const (
+	warmupCalls  = 2000
+	seqRounds    = 10
+	seqPerRound  = 2000 // 20,000 per path
+	concCallers  = 64
+	concRounds   = 8
+	concPerRound = 4000 // 32,000 per path
+)
+
+// nexusEcho starts a host with opts on root and returns a checked call of
+// its echo tool (looked up once) and a function closing the host.
+func nexusEcho(ctx context.Context, root string, opts host.Options) (callFunc, func(), *host.Host, error) {
+	h := host.New(opts)
+	closeHost := onExit(func() { h.Close() })
+	if ds := h.Discover([]manifest.Root{{Dir: root, Explicit: true}}); len(ds) != 0 {
+		closeHost()
+		return nil, nil, nil, fmt.Errorf("discover: %v", ds)
+	}
+	tool, err := h.Tools.Get(ctx, "echo")
+	if err != nil {
+		closeHost()
+		return nil, nil, nil, err
+	}
+	call := func(ctx context.Context) error {
+		out, err := tool.Call(ctx, echoInput)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(out, echoInput) {
+			return fmt.Errorf("nexus call returned %q, want %q", out, echoInput)
+		}
+		return nil
+	}
+	return call, closeHost, h, nil
+}
+
+// callFunc makes one checked echo call.
+type callFunc func(ctx context.Context) error
+
+// sequential makes n calls one after another.
+func sequential(ctx context.Context, n int, call callFunc) ([]time.Duration, time.Duration, error) {
+	lat := make([]time.Duration, n)
+	start := time.Now()
+	for i := range n {
+		t0 := time.Now()
+		if err := call(ctx); err != nil {
+			return nil, 0, err
+		}
+		lat[i] = time.Since(t0)
+	}
+	return lat, time.Since(start), nil
+}
+
+// concurrent makes n calls from callers goroutines.
+func concurrent(ctx context.Context, callers, n int, call callFunc) ([]time.Duration, time.Duration, error) {
+	var next atomic.Int64
+	lats := make([][]time.Duration, callers)
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range callers {
+		wg.Go(func() {
+			lat := make([]time.Duration, 0, n/callers+1)
+			for next.Add(1) <= int64(n) {
+				t0 := time.Now()
+				if err := call(ctx); err != nil {
+					errs[g] = err
+					return
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			lats[g] = lat
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	var all []time.Duration
+	for g := range callers {
+		if errs[g] != nil {
+			return nil, 0, errs[g]
+		}
+		all = append(all, lats[g]...)
+	}
+	return all, elapsed, nil
+}
+
+type warmPath struct {
+	name string
+	call callFunc
+
+	seq, conc           []time.Duration
+	seqRates, concRates []float64 // calls/s of each round
+}
+
+func runWarmCall(env *Env, doc *Doc) error {
+	ctx := context.Background()
+	const echoPkg = "test/testplugins/echo"
+	root, err := env.PluginRoot("warm", echoPkg)
+	if err != nil {
+		return err
+	}
+	stockBin, err := env.Binary("bench/stockecho")
+	if err != nil {
+		return err
+	}
+
+	// Nexus: the registry lookup once, then Call; as configured by default
+	// (validation processors) and without processors.
+	nexusCall, closeNexus, h, err := nexusEcho(ctx, root, host.Options{})
+	if err != nil {
+		return err
+	}
+	defer closeNexus()
+	bareCall, closeBare, _, err := nexusEcho(ctx, root, host.Options{NoProcessors: true})
+	if err != nil {
+		return err
+	}
+	defer closeBare()
+
+	// Diagnostic: the same plugin binary, called with the generated gRPC
+	// client directly (no registry proxy, no per-call process lookup).
+	l := launch.New()
+	closeLauncher := onExit(func() { l.Close() })
+	defer closeLauncher()
+	p, err := l.Slot(h.Manifests()[0]).Process(ctx)
+	if err != nil {
+		return err
+	}
+	rawCall := func(ctx context.Context) error {
+		resp, err := p.RPC.Tool.Call(ctx, &pluginv1.CallRequest{Name: "echo", Input: echoInput})
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(resp.GetOutput(), echoInput) {
+			return fmt.Errorf("raw call returned %q (error %v), want %q", resp.GetOutput(), resp.GetError(), echoInput)
+		}
+		return nil
+	}
+
+	stockTool, stopStock, err := startStock(stockBin)
+	if err != nil {
+		return err
+	}
+	defer stopStock()
+
+	paths := []*warmPath{
+		{name: "stock go-plugin (`bench/stockecho`)", call: func(ctx context.Context) error { return stockCall(ctx, stockTool) }},
+		{name: "**Nexus** host: `tool.Call` (default: validation)", call: nexusCall},
+		{name: "Nexus host without processors (`NoProcessors`)", call: bareCall},
+		{name: "Nexus plugin, raw gRPC client (no host code)", call: rawCall},
+	}
+	const stock, nexus = 0, 1
+
+	for _, wp := range paths {
+		if _, _, err := sequential(ctx, warmupCalls, wp.call); err != nil {
+			return err
+		}
+		if _, _, err := concurrent(ctx, concCallers, warmupCalls, wp.call); err != nil {
+			return err
+		}
+	}
+	rate := func(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
+	for r := range seqRounds {
+		for j := range paths {
+			wp := paths[(r+j)%len(paths)]
+			runtime.GC()
+			lat, el, err := sequential(ctx, seqPerRound, wp.call)
+			if err != nil {
+				return err
+			}
+			wp.seq, wp.seqRates = append(wp.seq, lat...), append(wp.seqRates, rate(len(lat), el))
+		}
+	}
+	for r := range concRounds {
+		for j := range paths {
+			wp := paths[(r+j)%len(paths)]
+			runtime.GC()
+			lat, el, err := concurrent(ctx, concCallers, concPerRound, wp.call)
+			if err != nil {
+				return err
+			}
+			wp.conc, wp.concRates = append(wp.conc, lat...), append(wp.concRates, rate(len(lat), el))
+		}
+	}
+
+	doc.P("The echo tool of `test/testplugins/echo` called with `{\"text\":\"hello\"}` through the "+
+		"Nexus host (`h.Tools.Get` once, then `Call` in a loop; by default the input and output are "+
+		"validated against the manifest's JSON Schemas) against `bench/stockecho`, a plain "+
+		"go-plugin gRPC plugin serving the same generated `ToolService` messages and doing the same "+
+		"JSON decode/encode, launched with a plain `plugin.NewClient`. The last two rows take host "+
+		"code away step by step. Every answer is checked. "+
+		"%s warm-up calls per path, then short rounds interleaved across paths (so load from "+
+		"elsewhere hits every path alike); calls/s is the median of the rounds' rates (calls "+
+		"over the round's wall time). Latency under 64 callers includes queueing behind the "+
+		"other callers.", Count(warmupCalls))
+	doc.H3("One caller")
+	base := Summarize(paths[stock].seq)
+	baseRate := Median(paths[stock].seqRates)
+	t := NewTable("path", "calls", "p50", "p99", "mean", "calls/s", "p50 ÷ stock", "p99 ÷ stock", "calls/s ÷ stock")
+	for _, wp := range paths {
+		s := Summarize(wp.seq)
+		r := Median(wp.seqRates)
+		t.Row(wp.name, Count(uint64(s.N)), Dur(s.P50), Dur(s.P99), Dur(s.Mean), Rate(r),
+			DurRatio(s.P50, base.P50), DurRatio(s.P99, base.P99), Ratio(r, baseRate))
+	}
+	doc.Table(t)
+
+	doc.H3(fmt.Sprintf("%d concurrent callers", concCallers))
+	cbase := Summarize(paths[stock].conc)
+	cbaseRate := Median(paths[stock].concRates)
+	ct := NewTable("path", "calls", "calls/s", "p50", "p99", "calls/s ÷ stock", "p50 ÷ stock")
+	for _, wp := range paths {
+		s := Summarize(wp.conc)
+		r := Median(wp.concRates)
+		ct.Row(wp.name, Count(uint64(s.N)), Rate(r), Dur(s.P50), Dur(s.P99), Ratio(r, cbaseRate), DurRatio(s.P50, cbase.P50))
+	}
+	doc.Table(ct)
+	ns := Summarize(paths[nexus].seq)
+	fmt.Fprintf(os.Stderr, "bench:   p50 nexus %s, stock %s; 64 callers nexus %s, stock %s\n",
+		Dur(ns.P50), Dur(base.P50),
+		Rate(Median(paths[nexus].concRates)), Rate(cbaseRate))
+	return nil
+}
