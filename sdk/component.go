@@ -51,6 +51,18 @@ func TaskMode(mode string) Option {
 	return func(c *manifest.Component) { c.Task = mode }
 }
 
+// InputSchema replaces the input JSON Schema inferred from the Go type,
+// for constraints a type cannot express (minimum, pattern, enum...). The
+// handler must still accept every document the schema allows.
+func InputSchema(schema string) Option {
+	return func(c *manifest.Component) { c.InputSchema = schema }
+}
+
+// OutputSchema replaces the inferred output JSON Schema.
+func OutputSchema(schema string) Option {
+	return func(c *manifest.Component) { c.OutputSchema = schema }
+}
+
 // Tool serves fn as a tool. Its input and output JSON Schemas are inferred
 // from In and Out (see github.com/google/jsonschema-go for the rules; a
 // `jsonschema:"..."` struct tag describes a field).
@@ -131,12 +143,6 @@ func Task[Args, Inst, Out any](name, description string, h TaskHandler[Args, Ins
 
 func newComponent[In, Out any](kind manifest.Kind, name, description string, opts []Option) *Component {
 	c := &Component{kind: kind, entry: manifest.Component{Name: name, Description: description}}
-	for _, o := range opts {
-		o(&c.entry)
-	}
-	if c.entry.Task == "" {
-		c.entry.Task = manifest.TaskForbidden
-	}
 	in, err := schemaFor[In]()
 	if err != nil {
 		c.err = fmt.Errorf("%s %q: input schema: %w", kind, name, err)
@@ -148,11 +154,23 @@ func newComponent[In, Out any](kind manifest.Kind, name, description string, opt
 		return c
 	}
 	c.entry.InputSchema, c.entry.OutputSchema = in, out
+	for _, o := range opts {
+		o(&c.entry)
+	}
+	if c.entry.Task == "" {
+		c.entry.Task = manifest.TaskForbidden
+	}
 	return c
 }
 
+// anyJSON lets a handler take or return json.RawMessage for "any JSON
+// document" instead of a byte array.
+var anyJSON = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[json.RawMessage](): {},
+}}
+
 func schemaFor[T any]() (string, error) {
-	s, err := jsonschema.For[T](nil)
+	s, err := jsonschema.For[T](anyJSON)
 	if err != nil {
 		return "", err
 	}

@@ -2,18 +2,23 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/nexus-eval/nexus/host/telemetry"
 )
 
 func newCallCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var stats bool
+	cmd := &cobra.Command{
 		Use:   "call TOOL JSON",
 		Short: "Call a tool with a JSON input and print its JSON output",
 		Long: "Call a tool with a JSON input and print its JSON output.\n" +
@@ -27,16 +32,19 @@ func newCallCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h, err := g.discover(cmd.ErrOrStderr())
+			s, err := g.open(cmd.Context(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			defer h.Close()
-			tool, err := h.Tools.Get(cmd.Context(), args[0])
+			defer s.Close()
+			tool, err := s.Tools.Get(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			out, err := tool.Call(cmd.Context(), input)
+			if stats {
+				defer printStats(cmd.Context(), cmd.ErrOrStderr(), s.metrics)
+			}
 			if err != nil {
 				return err
 			}
@@ -49,6 +57,23 @@ func newCallCmd(g *globals) *cobra.Command {
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&stats, "stats", false, "print call count, errors and latency per component to stderr")
+	return cmd
+}
+
+// printStats prints the metrics table.
+func printStats(ctx context.Context, w io.Writer, m *telemetry.Metrics) {
+	stats, err := m.Stats(ctx)
+	if err != nil {
+		fmt.Fprintf(w, "stats: %v\n", err)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tOP\tCALLS\tERRORS\tMEAN\tP50≤\tP99≤")
+	for _, s := range stats {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.3fms\t%gms\t%gms\n", s.Component, s.Op, s.Calls, s.Errors, s.MeanMS, s.P50MS, s.P99MS)
+	}
+	tw.Flush()
 }
 
 // readInput reads a call's input from the argument, a file (@path) or stdin

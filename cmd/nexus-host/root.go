@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/nexus-eval/nexus/host"
+	"github.com/nexus-eval/nexus/host/telemetry"
 	"github.com/nexus-eval/nexus/manifest"
 )
 
@@ -17,6 +21,7 @@ import (
 type globals struct {
 	plugins  []string
 	logLevel string
+	trace    string
 	logger   hclog.Logger
 }
 
@@ -38,12 +43,14 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringArrayVar(&g.plugins, "plugins", nil, "also discover plugins in `DIR` (repeatable)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error")
+	root.PersistentFlags().StringVar(&g.trace, "trace", "", "write every span (host and plugins) to `FILE` as OTLP JSON lines; OTEL_EXPORTER_OTLP_* variables work too")
 	root.AddCommand(
 		newListCmd(g),
 		newInspectCmd(g),
 		newCallCmd(g),
 		newValidateCmd(g),
 		newPluginsCmd(g),
+		newTraceCmd(),
 	)
 	return root
 }
@@ -62,8 +69,9 @@ func (g *globals) roots() ([]manifest.Root, error) {
 	return roots, nil
 }
 
-// discover builds a host from every root. Diagnostics go to stderr as
-// warnings: one broken plugin must not stop the others from being used.
+// discover builds a host from every root, for commands that start no
+// plugin. Diagnostics go to stderr: one broken plugin must not stop the
+// others from being used.
 func (g *globals) discover(stderr io.Writer) (*host.Host, error) {
 	roots, err := g.roots()
 	if err != nil {
@@ -74,6 +82,43 @@ func (g *globals) discover(stderr io.Writer) (*host.Host, error) {
 		fmt.Fprintln(stderr, d.String())
 	}
 	return h, nil
+}
+
+// session is a host that may call plugins, with its telemetry.
+type session struct {
+	*host.Host
+	tracing *telemetry.Tracing
+	metrics *telemetry.Metrics
+}
+
+// open discovers plugins into a host wired with tracing and metrics.
+func (g *globals) open(ctx context.Context, stderr io.Writer) (*session, error) {
+	roots, err := g.roots()
+	if err != nil {
+		return nil, err
+	}
+	tracing, err := telemetry.NewTracing(ctx, telemetry.Options{TraceFile: g.trace, FromEnv: true, Logger: g.logger})
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := telemetry.NewMetrics()
+	if err != nil {
+		return nil, err
+	}
+	h := host.New(host.Options{Logger: g.logger, Tracing: tracing, Metrics: metrics})
+	for _, d := range h.Discover(roots) {
+		fmt.Fprintln(stderr, d.String())
+	}
+	return &session{Host: h, tracing: tracing, metrics: metrics}, nil
+}
+
+// Close stops the plugins (which flush their spans), then flushes the
+// exporters.
+func (s *session) Close() error {
+	herr := s.Host.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return errors.Join(herr, s.tracing.Shutdown(ctx), s.metrics.Shutdown(ctx))
 }
 
 // readOutputFormat checks an -o flag value.

@@ -36,7 +36,7 @@ func checkBinary(m *manifest.Manifest, bin string) error {
 
 // verifyPin hashes bin and compares it with the manifest's sha256.
 func verifyPin(m *manifest.Manifest, bin string) (string, error) {
-	got, err := FileSHA256(bin)
+	got, err := cachedSHA256(bin)
 	if err != nil {
 		return "", fmt.Errorf("plugin %q: %w: hash binary: %v", m.Plugin.Name, component.ErrLaunch, err)
 	}

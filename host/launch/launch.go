@@ -229,12 +229,13 @@ type Process struct {
 	client *plugin.Client
 	stderr *tail
 	pid    int
-	digest func() string
+	digest *digest
 }
 
 // SHA256 returns the hex sha256 of the binary the process runs: the
-// verified pin, or a hash computed once on first use.
-func (p *Process) SHA256() string { return p.digest() }
+// verified pin, or a hash computed in the background at launch (waiting
+// for it if needed).
+func (p *Process) SHA256() string { return p.digest.wait() }
 
 // PID returns the plugin's process id.
 func (p *Process) PID() int { return p.pid }
@@ -269,13 +270,15 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 	if err := checkBinary(m, bin); err != nil {
 		return nil, err
 	}
-	digest := sync.OnceValue(func() string { d, _ := FileSHA256(bin); return d })
+	var dg *digest
 	if m.Plugin.SHA256 != "" {
 		pinned, err := verifyPin(m, bin)
 		if err != nil {
 			return nil, err
 		}
-		digest = func() string { return pinned }
+		dg = pinnedDigest(pinned)
+	} else {
+		dg = backgroundDigest(bin)
 	}
 	if !slices.ContainsFunc(m.Plugin.Protocols, func(v int) bool { return slices.Contains(wire.Protocols, v) }) {
 		return nil, fmt.Errorf("plugin %q: %w: it speaks protocols %v, this host speaks %v: upgrade nexus-host or the plugin",
@@ -334,7 +337,7 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 		RPC:      wc,
 		client:   client,
 		stderr:   stderr,
-		digest:   digest,
+		digest:   dg,
 	}
 	if rc := client.ReattachConfig(); rc != nil {
 		p.pid = rc.Pid

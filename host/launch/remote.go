@@ -34,13 +34,15 @@ func (s *Slot) Task(name string) component.Task {
 }
 
 // Origin describes the process currently serving the slot's components,
-// or the zero Origin when none runs.
+// or the zero Origin when none runs. It never waits: SHA256 is empty while
+// the binary is still being hashed.
 func (s *Slot) Origin() component.Origin {
 	p := s.cur.Load()
 	if p == nil {
 		return component.Origin{}
 	}
-	return component.Origin{SHA256: p.SHA256(), Protocol: p.Protocol, PID: p.pid}
+	sha, _ := p.digest.ready()
+	return component.Origin{SHA256: sha, Protocol: p.Protocol, PID: p.pid}
 }
 
 type remote struct {
