@@ -16,8 +16,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/nexus-eval/nexus/host"
 	"github.com/nexus-eval/nexus/host/launch"
+	"github.com/nexus-eval/nexus/host/telemetry"
 	pluginv1 "github.com/nexus-eval/nexus/internal/pb/nexus/plugin/v1"
 	"github.com/nexus-eval/nexus/manifest"
 )
@@ -130,18 +133,50 @@ func runWarmCall(env *Env, doc *Doc) error {
 		return err
 	}
 
-	// Nexus: the registry lookup once, then Call; as configured by default
-	// (validation processors) and without processors.
-	nexusCall, closeNexus, h, err := nexusEcho(ctx, root, host.Options{})
-	if err != nil {
-		return err
+	// Nexus: the registry lookup once, then Call, with the processor
+	// pipeline built up step by step.
+	variants := []struct {
+		name string
+		opts func() (host.Options, error)
+	}{
+		{"Nexus, no processors", func() (host.Options, error) { return host.Options{NoProcessors: true}, nil }},
+		{"Nexus, no processors, plugin GOMAXPROCS=1", func() (host.Options, error) {
+			return host.Options{NoProcessors: true, PluginEnv: []string{"GOMAXPROCS=1"}}, nil
+		}},
+		{"Nexus + validation", func() (host.Options, error) { return host.Options{}, nil }},
+		{"Nexus + validation + tracing, not sampled", func() (host.Options, error) {
+			tr, err := discardTracing(ctx, 1e-12)
+			return host.Options{Tracing: tr}, err
+		}},
+		{"Nexus + validation + tracing, sampled", func() (host.Options, error) {
+			tr, err := discardTracing(ctx, 1)
+			return host.Options{Tracing: tr}, err
+		}},
+		{"**Nexus, full pipeline** (validation + tracing sampled + metrics)", func() (host.Options, error) {
+			tr, err := discardTracing(ctx, 1)
+			if err != nil {
+				return host.Options{}, err
+			}
+			m, err := telemetry.NewMetrics()
+			return host.Options{Tracing: tr, Metrics: m}, err
+		}},
 	}
-	defer closeNexus()
-	bareCall, closeBare, _, err := nexusEcho(ctx, root, host.Options{NoProcessors: true})
-	if err != nil {
-		return err
+	var h *host.Host
+	paths := []*warmPath{{name: "stock go-plugin (`bench/stockecho`)"}}
+	for _, v := range variants {
+		opts, err := v.opts()
+		if err != nil {
+			return err
+		}
+		call, closeHost, vh, err := nexusEcho(ctx, root, opts)
+		if err != nil {
+			return err
+		}
+		defer closeHost()
+		h = vh
+		paths = append(paths, &warmPath{name: v.name, call: call})
 	}
-	defer closeBare()
+	const stock, bare, full = 0, 1, 6
 
 	// Diagnostic: the same plugin binary, called with the generated gRPC
 	// client directly (no registry proxy, no per-call process lookup).
@@ -169,13 +204,8 @@ func runWarmCall(env *Env, doc *Doc) error {
 	}
 	defer stopStock()
 
-	paths := []*warmPath{
-		{name: "stock go-plugin (`bench/stockecho`)", call: func(ctx context.Context) error { return stockCall(ctx, stockTool) }},
-		{name: "**Nexus** host: `tool.Call` (default: validation)", call: nexusCall},
-		{name: "Nexus host without processors (`NoProcessors`)", call: bareCall},
-		{name: "Nexus plugin, raw gRPC client (no host code)", call: rawCall},
-	}
-	const stock, nexus = 0, 1
+	paths[stock].call = func(ctx context.Context) error { return stockCall(ctx, stockTool) }
+	paths = append(paths, &warmPath{name: "Nexus plugin, raw gRPC client (no host code)", call: rawCall})
 
 	for _, wp := range paths {
 		if _, _, err := sequential(ctx, warmupCalls, wp.call); err != nil {
@@ -210,11 +240,14 @@ func runWarmCall(env *Env, doc *Doc) error {
 	}
 
 	doc.P("The echo tool of `test/testplugins/echo` called with `{\"text\":\"hello\"}` through the "+
-		"Nexus host (`h.Tools.Get` once, then `Call` in a loop; by default the input and output are "+
-		"validated against the manifest's JSON Schemas) against `bench/stockecho`, a plain "+
+		"Nexus host (`h.Tools.Get` once, then `Call` in a loop) against `bench/stockecho`, a plain "+
 		"go-plugin gRPC plugin serving the same generated `ToolService` messages and doing the same "+
-		"JSON decode/encode, launched with a plain `plugin.NewClient`. The last two rows take host "+
-		"code away step by step. Every answer is checked. "+
+		"JSON decode/encode, launched with a plain `plugin.NewClient`. The Nexus rows add the "+
+		"processors one at a time: validation (input and output against the manifest's JSON "+
+		"Schemas), tracing (a host span per call, W3C context into the plugin, a plugin span "+
+		"exported back to the host in batches; the host's exporter discards, so only Nexus's own "+
+		"work is measured), metrics. The last row calls the plugin with the generated gRPC client "+
+		"directly. Every answer is checked. "+
 		"%s warm-up calls per path, then short rounds interleaved across paths (so load from "+
 		"elsewhere hits every path alike); calls/s is the median of the rounds' rates (calls "+
 		"over the round's wall time). Latency under 64 callers includes queueing behind the "+
@@ -241,9 +274,27 @@ func runWarmCall(env *Env, doc *Doc) error {
 		ct.Row(wp.name, Count(uint64(s.N)), Rate(r), Dur(s.P50), Dur(s.P99), Ratio(r, cbaseRate), DurRatio(s.P50, cbase.P50))
 	}
 	doc.Table(ct)
-	ns := Summarize(paths[nexus].seq)
-	fmt.Fprintf(os.Stderr, "bench:   p50 nexus %s, stock %s; 64 callers nexus %s, stock %s\n",
-		Dur(ns.P50), Dur(base.P50),
-		Rate(Median(paths[nexus].concRates)), Rate(cbaseRate))
+	bs, fs := Summarize(paths[bare].seq), Summarize(paths[full].seq)
+	doc.P("Full pipeline ÷ no processors: **%s** at p50 (target ≤ 1.10×); full pipeline ÷ stock go-plugin: **%s** at p50.",
+		DurRatio(fs.P50, bs.P50), DurRatio(fs.P50, base.P50))
+	fmt.Fprintf(os.Stderr, "bench:   p50 full %s, bare %s, stock %s; 64 callers full %s, stock %s\n",
+		Dur(fs.P50), Dur(bs.P50), Dur(base.P50),
+		Rate(Median(paths[full].concRates)), Rate(cbaseRate))
 	return nil
 }
+
+// discardTracing is tracing whose exporter drops every span: the cost
+// measured is Nexus's, not an exporter's.
+func discardTracing(ctx context.Context, ratio float64) (*telemetry.Tracing, error) {
+	tr, err := telemetry.NewTracing(ctx, telemetry.Options{SampleRatio: ratio, Exporters: []sdktrace.SpanExporter{discard{}}})
+	if err != nil {
+		return nil, err
+	}
+	onExit(func() { tr.Shutdown(context.Background()) })
+	return tr, nil
+}
+
+type discard struct{}
+
+func (discard) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discard) Shutdown(context.Context) error                             { return nil }

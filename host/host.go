@@ -30,6 +30,9 @@ type Options struct {
 	Tracing *telemetry.Tracing
 	// Metrics counts calls; nil counts nothing.
 	Metrics *telemetry.Metrics
+	// PluginEnv adds "K=V" variables to every plugin's (minimal)
+	// environment.
+	PluginEnv []string
 	// NoProcessors leaves the registries without the built-in processors
 	// (validation, tracing, metrics); for measuring what they cost.
 	NoProcessors bool
@@ -70,6 +73,9 @@ func New(opts Options) *Host {
 	}
 	if opts.StartTimeout > 0 {
 		lopts = append(lopts, launch.WithStartTimeout(opts.StartTimeout))
+	}
+	if len(opts.PluginEnv) > 0 {
+		lopts = append(lopts, launch.WithEnv(opts.PluginEnv...))
 	}
 	h := &Host{
 		Tools:    registry.New[component.Tool](manifest.KindTool),

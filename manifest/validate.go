@@ -209,7 +209,9 @@ func (v *validator) components(k Kind, cs []Component) {
 		at := func(field string) ref { return ref{kind: k, index: i, field: field, name: c.Name} }
 
 		v.name(at("name"), c.Name)
-		if j, dup := first[c.Name]; dup && c.Name != "" {
+		// Only valid names are compared: an invalid one is reported anyway,
+		// and cannot hold a "%" to upset msg's format.
+		if j, dup := first[c.Name]; dup && validName(c.Name) {
 			v.add(problem{key: at("name").key(), firstKey: ref{kind: k, index: j, field: "name"}.key(),
 				msg: fmt.Sprintf("%s %q is declared twice (first at line %%d): give each %s a unique name", k, c.Name, k)})
 		} else if first != nil {

@@ -25,6 +25,7 @@ import (
 const (
 	spanQueueSize = 4096
 	spanBatchSize = 256
+	spanLinger    = 200 * time.Millisecond
 	exportTimeout = 5 * time.Second
 )
 
@@ -157,32 +158,40 @@ func (q *spanQueue) ForceFlush(ctx context.Context) error {
 
 func (q *spanQueue) Shutdown(ctx context.Context) error { return q.ForceFlush(ctx) }
 
+// run batches spans to the host: a batch goes when it is full, when it
+// has waited spanLinger, or at a flush. Sending a span as soon as it ends
+// would cost one extra round trip per call.
 func (q *spanQueue) run() {
 	batch := make([]*pluginv1.Span, 0, spanBatchSize)
-	for it := range q.items {
-		var markers []chan struct{}
-		add := func(it queued) {
-			if it.flushed != nil {
-				markers = append(markers, it.flushed)
-			} else {
-				batch = append(batch, wire.SpanToProto(it.span))
-			}
-		}
-		add(it)
-		// Take whatever else is already waiting, up to one batch.
-	drain:
-		for len(batch) < spanBatchSize {
-			select {
-			case it := <-q.items:
-				add(it)
-			default:
-				break drain
-			}
-		}
+	var markers []chan struct{}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	send := func() {
+		timer.Stop()
 		q.send(batch)
 		batch = batch[:0]
 		for _, m := range markers {
 			close(m)
+		}
+		markers = markers[:0]
+	}
+	for {
+		select {
+		case it := <-q.items:
+			if it.flushed != nil {
+				markers = append(markers, it.flushed)
+				send()
+				continue
+			}
+			if len(batch) == 0 {
+				timer.Reset(spanLinger)
+			}
+			batch = append(batch, wire.SpanToProto(it.span))
+			if len(batch) == spanBatchSize {
+				send()
+			}
+		case <-timer.C:
+			send()
 		}
 	}
 }

@@ -35,18 +35,22 @@ type Server struct {
 	log      hclog.Logger
 	sink     SpanSink
 	resource *resource.Resource
-	warn     *limiter
+	// One limiter per kind of warning: a plugin that keeps sending
+	// malformed batches must not hide that it also drops spans.
+	warnDropped, warnOversized, warnMalformed *limiter
 }
 
 // New returns the HostService for plugin; sink may be nil when the host
 // exports no spans.
 func New(plugin string, log hclog.Logger, sink SpanSink) *Server {
 	return &Server{
-		plugin:   plugin,
-		log:      log.Named(plugin),
-		sink:     sink,
-		resource: resource.NewSchemaless(attribute.String("service.name", "nexus-plugin-"+plugin)),
-		warn:     &limiter{every: time.Minute},
+		plugin:        plugin,
+		log:           log.Named(plugin),
+		sink:          sink,
+		resource:      resource.NewSchemaless(attribute.String("service.name", "nexus-plugin-"+plugin)),
+		warnDropped:   &limiter{every: time.Minute},
+		warnOversized: &limiter{every: time.Minute},
+		warnMalformed: &limiter{every: time.Minute},
 	}
 }
 
@@ -69,13 +73,13 @@ func (s *Server) Log(_ context.Context, req *pluginv1.LogRequest) (*pluginv1.Log
 // dropped with a (rate-limited) warning; it never fails the plugin's calls.
 func (s *Server) ExportSpans(_ context.Context, req *pluginv1.ExportSpansRequest) (*pluginv1.ExportSpansResponse, error) {
 	if n := req.GetDropped(); n > 0 {
-		s.warn.do(func(suppressed int) {
+		s.warnDropped.do(func(suppressed int) {
 			s.log.Warn("plugin dropped spans: its export buffer was full", "dropped", n, "similar_warnings_suppressed", suppressed)
 		})
 	}
 	spans := req.GetSpans()
 	if len(spans) > MaxSpansPerExport {
-		s.warn.do(func(suppressed int) {
+		s.warnOversized.do(func(suppressed int) {
 			s.log.Warn("dropped an oversized span batch from the plugin", "spans", len(spans), "limit", MaxSpansPerExport, "similar_warnings_suppressed", suppressed)
 		})
 		return nil, status.Errorf(codes.InvalidArgument, "%d spans in one batch, limit %d", len(spans), MaxSpansPerExport)
@@ -87,7 +91,7 @@ func (s *Server) ExportSpans(_ context.Context, req *pluginv1.ExportSpansRequest
 	for i, p := range spans {
 		ro, err := wire.SpanFromProto(p, s.resource)
 		if err != nil {
-			s.warn.do(func(suppressed int) {
+			s.warnMalformed.do(func(suppressed int) {
 				s.log.Warn("dropped a malformed span batch from the plugin", "span", i, "error", err, "similar_warnings_suppressed", suppressed)
 			})
 			return nil, status.Errorf(codes.InvalidArgument, "span %d: %v", i, err)

@@ -230,6 +230,22 @@ type Process struct {
 	stderr *tail
 	pid    int
 	digest *digest
+	host   *grpc.Server
+}
+
+// serveHost serves srv to the plugin through the broker. The listener is
+// set up before the launch returns, and the server stops with the process.
+func (p *Process) serveHost(srv pluginv1.HostServiceServer) error {
+	id := p.RPC.Broker.NextId()
+	ln, err := p.RPC.Broker.Accept(id)
+	if err != nil {
+		return err
+	}
+	p.host = grpc.NewServer()
+	pluginv1.RegisterHostServiceServer(p.host, srv)
+	p.HostID = id
+	go func() { _ = p.host.Serve(ln) }()
+	return nil
 }
 
 // SHA256 returns the hex sha256 of the binary the process runs: the
@@ -256,6 +272,9 @@ func (p *Process) kill() {
 		cancel()
 	}
 	p.client.Kill()
+	if p.host != nil {
+		p.host.Stop()
+	}
 	// The plugin may have started children of its own; they share its
 	// process group.
 	if p.pid > 0 {
@@ -343,13 +362,10 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 		p.pid = rc.Pid
 	}
 	if cfg.hostService != nil {
-		srv := cfg.hostService(name)
-		p.HostID = wc.Broker.NextId()
-		go wc.Broker.AcceptAndServe(p.HostID, func(opts []grpc.ServerOption) *grpc.Server {
-			s := grpc.NewServer(opts...)
-			pluginv1.RegisterHostServiceServer(s, srv)
-			return s
-		})
+		if err := p.serveHost(cfg.hostService(name)); err != nil {
+			p.kill()
+			return fail("host service", err)
+		}
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.startTimeout)

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -38,7 +39,7 @@ func explain(rs *jsonschema.Resolved, inst any, err error) *Error {
 			value = obj[m[1]]
 		}
 	}
-	return &Error{Pointer: pointer, Keyword: keyword, Value: shorten(value), Reason: reason}
+	return &Error{Pointer: pointer, Keyword: keyword, Value: shorten(value), Reason: cutText(reason, reasonLimit)}
 }
 
 // walk follows schemaPath (a JSON pointer into the schema) through inst
@@ -118,15 +119,32 @@ func unescape(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
 }
 
-// shorten renders v as JSON of at most 80 bytes.
+// Limits on what an error quotes from a document: the validator's reason
+// repeats the offending value, so it is cut too.
+const (
+	valueLimit  = 80
+	reasonLimit = 200
+)
+
+// shorten renders v as JSON of at most valueLimit bytes.
 func shorten(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return ""
 	}
-	const limit = 80
-	if len(b) <= limit {
-		return string(b)
+	return cutText(string(b), valueLimit)
+}
+
+// cutText returns s if it fits in limit bytes, or else its longest prefix
+// that, followed by "…", fits, never splitting a UTF-8 sequence.
+func cutText(s string, limit int) string {
+	if len(s) <= limit {
+		return s
 	}
-	return string(b[:limit-1]) + "…"
+	const ellipsis = "…"
+	n := limit - len(ellipsis)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + ellipsis
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/metadata"
 )
 
@@ -12,8 +13,13 @@ import (
 var traceContext = propagation.TraceContext{}
 
 // InjectTrace adds the W3C trace context of ctx's span to the outgoing
-// gRPC metadata. It costs nothing when ctx carries no span.
+// gRPC metadata when the span is sampled. An unsampled call sends nothing:
+// a plugin records only what the host samples, so it would make the same
+// decision without the header, and the call stays as cheap as untraced.
 func InjectTrace(ctx context.Context) context.Context {
+	if !trace.SpanContextFromContext(ctx).IsSampled() {
+		return ctx
+	}
 	md := metadata.MD{}
 	traceContext.Inject(ctx, mdCarrier(md))
 	if len(md) == 0 {

@@ -1,12 +1,15 @@
 // Command echo is a well-behaved test plugin: an echo tool, a tool that
-// fails, one that panics, one that blocks until cancelled, and a tiny task
-// and agent, so every path through the host can be exercised.
+// fails, one that panics, one that blocks until cancelled, one that counts
+// its calls (so a test can prove a call never reached the plugin), one
+// that logs inside its call, and a tiny task and agent, so every path
+// through the host can be exercised.
 package main
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 
 	"github.com/nexus-eval/nexus/sdk"
 )
@@ -29,6 +32,17 @@ type Inst struct {
 	Text      string `json:"text"`
 	Reference Msg    `json:"reference"`
 }
+
+type Tag struct {
+	Tag string `json:"tag" jsonschema:"any label"`
+}
+
+type Count struct {
+	Count int64 `json:"count" jsonschema:"calls of counter in this process so far, this one included"`
+}
+
+// counterCalls is how many times the counter tool ran in this process.
+var counterCalls atomic.Int64
 
 type countTask struct{}
 
@@ -71,6 +85,13 @@ func main() {
 		}),
 		sdk.Tool("pid", "Returns the plugin's process id", func(context.Context, Empty) (Pid, error) {
 			return Pid{Pid: os.Getpid()}, nil
+		}),
+		sdk.Tool("counter", "Counts how many times it ran in this process", func(context.Context, Tag) (Count, error) {
+			return Count{Count: counterCalls.Add(1)}, nil
+		}),
+		sdk.Tool("log", "Logs its text inside the call, then echoes it", func(ctx context.Context, in Msg) (Msg, error) {
+			sdk.Log(ctx).Info("echo log tool called", "text", in.Text)
+			return in, nil
 		}),
 		sdk.Task("count", "Asks an agent to repeat a few strings", sdk.TaskHandler[Args, Inst, Msg](countTask{})),
 		sdk.Agent("parrot", "Answers with the instance's text", func(_ context.Context, in Inst) (Msg, error) {
