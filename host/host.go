@@ -30,6 +30,12 @@ type Options struct {
 	Tracing *telemetry.Tracing
 	// Metrics counts calls; nil counts nothing.
 	Metrics *telemetry.Metrics
+	// IdleTimeout stops plugins idle that long (relaunched on demand); 0
+	// keeps them running.
+	IdleTimeout time.Duration
+	// HealthInterval is how often running plugins are pinged (a hung one
+	// is killed); 0 means launch.DefaultHealthInterval, negative disables.
+	HealthInterval time.Duration
 	// PluginEnv adds "K=V" variables to every plugin's (minimal)
 	// environment.
 	PluginEnv []string
@@ -73,6 +79,12 @@ func New(opts Options) *Host {
 	}
 	if opts.StartTimeout > 0 {
 		lopts = append(lopts, launch.WithStartTimeout(opts.StartTimeout))
+	}
+	if opts.IdleTimeout > 0 {
+		lopts = append(lopts, launch.WithIdleTimeout(opts.IdleTimeout))
+	}
+	if opts.HealthInterval != 0 {
+		lopts = append(lopts, launch.WithHealthInterval(max(opts.HealthInterval, 0)))
 	}
 	if len(opts.PluginEnv) > 0 {
 		lopts = append(lopts, launch.WithEnv(opts.PluginEnv...))

@@ -15,6 +15,11 @@ var (
 	ErrLaunch = errors.New("plugin launch failed")
 	// ErrTransport: the plugin process failed during a call.
 	ErrTransport = errors.New("plugin transport failed")
+	// ErrCrashed: the plugin process exited (or was killed as hung) while
+	// the call was in flight. Errors that wrap it also wrap ErrTransport.
+	ErrCrashed = errors.New("plugin crashed")
+	// ErrCrashLoop: the plugin crashed too often; it is not relaunched.
+	ErrCrashLoop = errors.New("plugin crash loop")
 )
 
 // Error is a domain error a component reported: it ran and refused or

@@ -31,13 +31,13 @@ func TestLimiter(t *testing.T) {
 	}{
 		{name: "first always passes", gaps: []time.Duration{0}, want: []int{0}},
 		{name: "burst gives one warning", gaps: []time.Duration{0, 0, 0, 0, 0}, want: []int{0}},
-		{name: "after the period the count of held back warnings comes through", gaps: []time.Duration{0, 0, 0, 150 * time.Millisecond, 0}, want: []int{0, 2}},
-		{name: "spaced warnings all pass", gaps: []time.Duration{0, 150 * time.Millisecond, 150 * time.Millisecond}, want: []int{0, 0, 0}},
+		{name: "after the period the count of held back warnings comes through", gaps: []time.Duration{0, 0, 0, 400 * time.Millisecond, 0}, want: []int{0, 2}},
+		{name: "spaced warnings all pass", gaps: []time.Duration{0, 400 * time.Millisecond, 400 * time.Millisecond}, want: []int{0, 0, 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			l := &limiter{every: 100 * time.Millisecond}
+			l := &limiter{every: 300 * time.Millisecond}
 			var got []int
 			for _, g := range tt.gaps {
 				time.Sleep(g)

@@ -43,6 +43,9 @@ type config struct {
 	startTimeout time.Duration
 	env          []string
 	hostService  func(plugin string) pluginv1.HostServiceServer
+	// Supervision; see supervise.go.
+	idleTimeout    time.Duration
+	healthInterval time.Duration
 }
 
 // WithLogger sets the logger; plugin output is logged under the plugin's
@@ -70,15 +73,25 @@ type Launcher struct {
 	mu     sync.Mutex
 	slots  map[string]*Slot // by manifest path
 	closed bool
+	done   chan struct{} // closed by Close
+	reaper sync.WaitGroup
 }
 
 // New returns a Launcher.
 func New(opts ...Option) *Launcher {
-	cfg := config{logger: hclog.NewNullLogger(), startTimeout: DefaultStartTimeout}
+	cfg := config{logger: hclog.NewNullLogger(), startTimeout: DefaultStartTimeout, healthInterval: DefaultHealthInterval}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Launcher{cfg: cfg, slots: map[string]*Slot{}}
+	l := &Launcher{cfg: cfg, slots: map[string]*Slot{}, done: make(chan struct{})}
+	if cfg.idleTimeout > 0 {
+		l.reaper.Add(1)
+		go func() {
+			defer l.reaper.Done()
+			l.reapIdle()
+		}()
+	}
+	return l
 }
 
 // Slot returns the slot of the plugin described by m. Nothing starts until
@@ -114,6 +127,9 @@ func (l *Launcher) Running() int {
 // Close stops every plugin process and refuses further launches.
 func (l *Launcher) Close() error {
 	l.mu.Lock()
+	if !l.closed {
+		close(l.done)
+	}
 	l.closed = true
 	slots := make([]*Slot, 0, len(l.slots))
 	for _, s := range l.slots {
@@ -125,6 +141,7 @@ func (l *Launcher) Close() error {
 		wg.Go(s.stop)
 	}
 	wg.Wait()
+	l.reaper.Wait()
 	return nil
 }
 
@@ -145,6 +162,8 @@ type Slot struct {
 	mu      sync.Mutex
 	loading chan struct{}
 	err     error
+	crashes crashes
+	broken  error // set when the breaker is open
 }
 
 // Manifest returns the plugin's manifest.
@@ -186,10 +205,28 @@ func (s *Slot) Process(ctx context.Context) (*Process, error) {
 }
 
 func (s *Slot) launch(done chan struct{}) {
+	var wait time.Duration
+	var err error
 	if old := s.cur.Swap(nil); old != nil {
+		if !old.stopping.Load() || old.hungReason() != "" {
+			s.mu.Lock()
+			wait, s.broken = s.crashes.record(s.m.Plugin.Name, time.Now())
+			s.mu.Unlock()
+			s.l.cfg.logger.Warn("plugin crashed; relaunching", "plugin", s.m.Plugin.Name, "status", old.exitStatus(), "backoff", wait)
+		}
 		old.kill()
 	}
-	p, err := start(s.l.cfg, s.m)
+	s.mu.Lock()
+	err = s.broken
+	s.mu.Unlock()
+	var p *Process
+	if err == nil {
+		select {
+		case <-time.After(wait):
+		case <-s.l.done:
+		}
+		p, err = start(s.l.cfg, s.m)
+	}
 	s.mu.Lock()
 	if err == nil && s.l.isClosed() {
 		p.kill()
@@ -227,10 +264,18 @@ type Process struct {
 	HostID uint32
 
 	client *plugin.Client
+	cmd    *exec.Cmd
 	stderr *tail
 	pid    int
 	digest *digest
 	host   *grpc.Server
+
+	inflight atomic.Int64
+	lastUse  atomic.Int64 // unix nanoseconds
+	stopping atomic.Bool  // the host is stopping it; its exit is no crash
+	hung     atomic.Pointer[string]
+	done     chan struct{}
+	killOnce sync.Once
 }
 
 // serveHost serves srv to the plugin through the broker. The listener is
@@ -266,7 +311,17 @@ func (p *Process) Exited() bool { return p.client.Exited() }
 const flushTimeout = 500 * time.Millisecond
 
 func (p *Process) kill() {
-	if p.HostID != 0 && !p.client.Exited() {
+	p.killOnce.Do(p.doKill)
+}
+
+func (p *Process) doKill() {
+	p.stopping.Store(true)
+	close(p.done)
+	if p.hungReason() != "" && p.pid > 0 {
+		// A hung plugin cannot answer go-plugin's graceful shutdown.
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	}
+	if p.HostID != 0 && !p.client.Exited() && p.hungReason() == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 		_, _ = p.RPC.Plugin.Flush(ctx, &pluginv1.FlushRequest{HostServiceId: p.HostID})
 		cancel()
@@ -355,9 +410,12 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 		Protocol: client.NegotiatedVersion(),
 		RPC:      wc,
 		client:   client,
+		cmd:      cmd,
 		stderr:   stderr,
 		digest:   dg,
+		done:     make(chan struct{}),
 	}
+	p.lastUse.Store(time.Now().UnixNano())
 	if rc := client.ReattachConfig(); rc != nil {
 		p.pid = rc.Pid
 	}
@@ -379,6 +437,9 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 		p.kill()
 		return nil, fmt.Errorf("plugin %q: %w: the binary %s does not serve what %s declares; regenerate the manifest with `nexus-host plugins manifest %s` or rebuild the binary:\n%s",
 			name, component.ErrLaunch, bin, m.Path, m.Dir(), diff)
+	}
+	if cfg.healthInterval > 0 {
+		go p.health(cfg.healthInterval)
 	}
 	return p, nil
 }

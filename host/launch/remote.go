@@ -71,14 +71,13 @@ func (r remote) transport(ctx context.Context, p *Process, err error) error {
 	if ctxErr != nil {
 		return fmt.Errorf("%s %q (plugin %q): %w", r.kind, r.name, r.slot.m.Plugin.Name, ctxErr)
 	}
-	msg := fmt.Sprintf("%s %q (plugin %q): %v", r.kind, r.name, r.slot.m.Plugin.Name, err)
-	if p.Exited() {
-		msg += "; the plugin process exited"
-		if t := p.StderrTail(); t != "" {
-			msg += "; its stderr ends with:\n" + t
+	// A broken connection usually means the process died: say how.
+	if status.Code(err) == codes.Unavailable || p.Exited() {
+		if crash := p.crashError(); crash != nil {
+			return fmt.Errorf("%s %q: %w", r.kind, r.name, crash)
 		}
 	}
-	return fmt.Errorf("%w: %s", component.ErrTransport, msg)
+	return fmt.Errorf("%w: %s %q (plugin %q): %v", component.ErrTransport, r.kind, r.name, r.slot.m.Plugin.Name, err)
 }
 
 type remoteTool struct{ remote }
@@ -88,6 +87,8 @@ func (r *remoteTool) Call(ctx context.Context, input json.RawMessage) (json.RawM
 	if err != nil {
 		return nil, err
 	}
+	p.begin()
+	defer p.end()
 	resp, err := p.RPC.Tool.Call(wire.InjectTrace(ctx), &pluginv1.CallRequest{Name: r.name, Input: input, HostServiceId: p.HostID})
 	if err != nil {
 		return nil, r.transport(ctx, p, err)
@@ -105,6 +106,8 @@ func (r *remoteAgent) Run(ctx context.Context, instance json.RawMessage) (json.R
 	if err != nil {
 		return nil, err
 	}
+	p.begin()
+	defer p.end()
 	resp, err := p.RPC.Agent.Run(wire.InjectTrace(ctx), &pluginv1.RunRequest{Name: r.name, Input: instance, HostServiceId: p.HostID})
 	if err != nil {
 		return nil, r.transport(ctx, p, err)
@@ -124,6 +127,8 @@ func (r *remoteTask) Instances(ctx context.Context, args json.RawMessage) iter.S
 			yield(component.Instance{}, err)
 			return
 		}
+		p.begin()
+		defer p.end()
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel() // stops the stream when the consumer stops early
 		stream, err := p.RPC.Task.ListInstances(wire.InjectTrace(ctx), &pluginv1.ListInstancesRequest{Name: r.name, Args: args, HostServiceId: p.HostID})
@@ -157,6 +162,8 @@ func (r *remoteTask) Evaluate(ctx context.Context, args json.RawMessage, inst co
 	if err != nil {
 		return component.Result{}, err
 	}
+	p.begin()
+	defer p.end()
 	resp, err := p.RPC.Task.Evaluate(wire.InjectTrace(ctx), &pluginv1.EvaluateRequest{
 		Name:          r.name,
 		Args:          args,

@@ -49,8 +49,16 @@ func (t *Tracing) around(meta registry.Meta) around {
 		}
 		return ctx, func(err error) {
 			if meta.Origin != nil {
+				// Unknown values are left out rather than recorded empty:
+				// the binary may still be being hashed, and a call that
+				// failed to launch has no process.
 				o := meta.Origin()
-				span.SetAttributes(AttrSHA256.String(o.SHA256), AttrProtocol.Int(o.Protocol))
+				if o.SHA256 != "" {
+					span.SetAttributes(AttrSHA256.String(o.SHA256))
+				}
+				if o.Protocol != 0 {
+					span.SetAttributes(AttrProtocol.Int(o.Protocol))
+				}
 			}
 			if err == nil {
 				span.SetAttributes(AttrOutcome.String("ok"))

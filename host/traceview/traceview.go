@@ -5,7 +5,11 @@ package traceview
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -46,7 +50,7 @@ func Read(r io.Reader) ([]Span, error) {
 			continue
 		}
 		var req collectorpb.ExportTraceServiceRequest
-		if err := protojson.Unmarshal([]byte(line), &req); err != nil {
+		if err := unmarshal([]byte(line), &req); err != nil {
 			return nil, fmt.Errorf("line %d: not an OTLP JSON export request: %v", n, err)
 		}
 		for _, rs := range req.GetResourceSpans() {
@@ -62,6 +66,52 @@ func Read(r io.Reader) ([]Span, error) {
 		return nil, err
 	}
 	return spans, nil
+}
+
+// unmarshal decodes one OTLP/JSON export request. The OTLP encoding
+// writes trace and span ids as hex where protobuf's JSON mapping expects
+// base64; both are accepted (their lengths differ), so files written by
+// the Collector and older nexus-host files both read. Fields this version
+// does not know are ignored.
+func unmarshal(line []byte, req *collectorpb.ExportTraceServiceRequest) error {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value on the line")
+	}
+	rewriteIDs(doc)
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	return protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(b, req)
+}
+
+// hexLen is the hex length of each id field.
+var hexLen = map[string]int{"traceId": 32, "spanId": 16, "parentSpanId": 16}
+
+// rewriteIDs turns hex id fields into the base64 protojson reads.
+func rewriteIDs(doc any) {
+	switch v := doc.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok && hexLen[k] > 0 {
+				if raw, err := hex.DecodeString(s); err == nil && len(s) == hexLen[k] {
+					v[k] = base64.StdEncoding.EncodeToString(raw)
+				}
+				continue
+			}
+			rewriteIDs(x)
+		}
+	case []any:
+		for _, x := range v {
+			rewriteIDs(x)
+		}
+	}
 }
 
 func convert(s *tracepb.Span, service string) Span {

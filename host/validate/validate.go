@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -84,8 +85,14 @@ func (v *Validator) schema(text string) *compiled {
 		return c.(*compiled)
 	}
 	c := &compiled{resolve: sync.OnceValues(func() (*jsonschema.Resolved, error) {
+		src := text
+		if strings.TrimSpace(src) == "" {
+			// No schema (an in-process entry registered without one)
+			// constrains nothing; manifests always declare both.
+			src = "true"
+		}
 		var s jsonschema.Schema
-		if err := json.Unmarshal([]byte(text), &s); err != nil {
+		if err := json.Unmarshal([]byte(src), &s); err != nil {
 			return nil, err
 		}
 		return s.Resolve(nil)

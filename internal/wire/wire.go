@@ -49,6 +49,8 @@ type Client struct {
 	Agent  pluginv1.AgentServiceClient
 	Task   pluginv1.TaskServiceClient
 	Broker *plugin.GRPCBroker
+	// Conn is the connection itself, for health checks.
+	Conn *grpc.ClientConn
 }
 
 // GRPCPlugin adapts the v1 services to go-plugin. The plugin side sets
@@ -76,6 +78,7 @@ func (p *GRPCPlugin) GRPCClient(_ context.Context, b *plugin.GRPCBroker, c *grpc
 		Agent:  pluginv1.NewAgentServiceClient(c),
 		Task:   pluginv1.NewTaskServiceClient(c),
 		Broker: b,
+		Conn:   c,
 	}, nil
 }
 
