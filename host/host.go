@@ -4,15 +4,19 @@
 package host
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexus-eval/nexus/host/component"
+	"github.com/nexus-eval/nexus/host/execution"
 	"github.com/nexus-eval/nexus/host/hostsvc"
 	"github.com/nexus-eval/nexus/host/launch"
+	"github.com/nexus-eval/nexus/host/llm"
 	"github.com/nexus-eval/nexus/host/registry"
+	"github.com/nexus-eval/nexus/host/runtime"
 	"github.com/nexus-eval/nexus/host/telemetry"
 	"github.com/nexus-eval/nexus/host/validate"
 	pluginv1 "github.com/nexus-eval/nexus/internal/pb/nexus/plugin/v1"
@@ -36,6 +40,14 @@ type Options struct {
 	// HealthInterval is how often running plugins are pinged (a hung one
 	// is killed); 0 means launch.DefaultHealthInterval, negative disables.
 	HealthInterval time.Duration
+	// LLMs are the LLM clients executions offer plugins; nil offers none.
+	LLMs *llm.Clients
+	// Providers make the runtimes of executions; nil means
+	// runtime.DefaultProviders().
+	Providers *runtime.Providers
+	// Runtime is the provider of an execution's runtime: "sandbox" (the
+	// default) or "local".
+	Runtime string
 	// PluginEnv adds "K=V" variables to every plugin's (minimal)
 	// environment.
 	PluginEnv []string
@@ -51,6 +63,9 @@ type Host struct {
 	Tasks  *registry.Registry[component.Task]
 
 	launcher  *launch.Launcher
+	opts      Options
+	logger    hclog.Logger
+	calls     *hostsvc.Calls
 	manifests []*manifest.Manifest
 	diags     manifest.Diagnostics
 	plugins   map[string]string // plugin name -> manifest path
@@ -67,14 +82,47 @@ func New(opts Options) *Host {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
+	h := &Host{
+		Tools:   registry.New[component.Tool](manifest.KindTool),
+		Agents:  registry.New[component.Agent](manifest.KindAgent),
+		Tasks:   registry.New[component.Task](manifest.KindTask),
+		opts:    opts,
+		logger:  logger,
+		calls:   &hostsvc.Calls{},
+		plugins: map[string]string{},
+	}
+	h.launcher = launch.New(h.launchOptions()...)
+	if !opts.NoProcessors {
+		h.use(validate.New())
+		if opts.Tracing != nil {
+			h.use(opts.Tracing.Processors())
+		}
+		if opts.Metrics != nil {
+			h.use(opts.Metrics.Processors())
+		}
+	}
+	return h
+}
+
+// launchOptions configure every launcher of the host: the shared one, and
+// the per-execution ones of runtime tools.
+func (h *Host) launchOptions(extra ...launch.Option) []launch.Option {
+	opts := h.opts
 	var sink hostsvc.SpanSink
 	if opts.Tracing != nil && opts.Tracing.Enabled() {
 		sink = opts.Tracing
 	}
 	lopts := []launch.Option{
-		launch.WithLogger(logger),
-		launch.WithHostService(func(plugin string) pluginv1.HostServiceServer {
-			return hostsvc.New(plugin, logger, sink)
+		launch.WithLogger(h.logger),
+		launch.WithHostService(func(m *manifest.Manifest) pluginv1.HostServiceServer {
+			return hostsvc.NewServer(hostsvc.Config{Manifest: m, Logger: h.logger, Sink: sink, Calls: h.calls, Tools: h.Tools})
+		}),
+		launch.WithCallHook(func(ctx context.Context, m *manifest.Manifest) (context.Context, func()) {
+			exec, ok := execution.From(ctx)
+			if !ok {
+				return ctx, func() {}
+			}
+			return h.calls.Begin(ctx, exec, m.Plugin.Name)
 		}),
 	}
 	if opts.StartTimeout > 0 {
@@ -89,23 +137,7 @@ func New(opts Options) *Host {
 	if len(opts.PluginEnv) > 0 {
 		lopts = append(lopts, launch.WithEnv(opts.PluginEnv...))
 	}
-	h := &Host{
-		Tools:    registry.New[component.Tool](manifest.KindTool),
-		Agents:   registry.New[component.Agent](manifest.KindAgent),
-		Tasks:    registry.New[component.Task](manifest.KindTask),
-		launcher: launch.New(lopts...),
-		plugins:  map[string]string{},
-	}
-	if !opts.NoProcessors {
-		h.use(validate.New())
-		if opts.Tracing != nil {
-			h.use(opts.Tracing.Processors())
-		}
-		if opts.Metrics != nil {
-			h.use(opts.Metrics.Processors())
-		}
-	}
-	return h
+	return append(lopts, extra...)
 }
 
 // processorSet is a processor for every kind.
@@ -153,6 +185,10 @@ func (h *Host) add(m *manifest.Manifest) {
 	// Names are unique per plugin and plugins are unique, so Add cannot
 	// fail on a qualified name here.
 	for _, c := range m.Tools {
+		if c.Kind == manifest.ToolRuntime {
+			_ = h.Tools.Add(meta(c), h.runtimeTool(m, c.Name))
+			continue
+		}
 		_ = h.Tools.Add(meta(c), launchThen(slot, slot.Tool, c.Name))
 	}
 	for _, c := range m.Agents {

@@ -58,6 +58,27 @@ type Plugin struct {
 	Protocols []int `toml:"protocols"`
 	// SHA256 optionally pins the binary's content (lower-case hex).
 	SHA256 string `toml:"sha256,omitempty"`
+	// Grants lists what the plugin may reach through the host. Nothing is
+	// granted by default.
+	Grants Grants `toml:"grants,omitempty"`
+}
+
+// Grants is the least privilege a plugin runs with: every host service it
+// may use, and everything of the host's it may see.
+type Grants struct {
+	// LLM lists the LLM clients (names from the host config) the plugin may
+	// call; "*" allows all.
+	LLM []string `toml:"llm,omitempty"`
+	// Tools lists the tools the plugin may call through the host: short or
+	// qualified names, "plugin/*" for every tool of a plugin, "*" for all.
+	Tools []string `toml:"tools,omitempty"`
+	// State allows reading and writing the execution's shared tool state.
+	State bool `toml:"state,omitempty"`
+	// Env lists host environment variables passed to the plugin process.
+	// Everything else (secrets included) is withheld.
+	Env []string `toml:"env,omitempty"`
+	// Network lets the plugin's runtime reach the network.
+	Network bool `toml:"network,omitempty"`
 }
 
 // Component is one [[tool]], [[agent]] or [[task]] entry.

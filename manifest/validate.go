@@ -137,6 +137,7 @@ func (m *Manifest) validate() []problem {
 			"plugin.sha256 %q is invalid: use the 64 lower-case hex digits printed by sha256sum", p.SHA256)
 	}
 
+	v.grants(&p.Grants)
 	for _, k := range Kinds {
 		v.components(k, m.Components(k))
 	}
@@ -185,6 +186,52 @@ func (v *validator) binary(bin string) {
 	case clean == ".":
 		v.errorf(ref{field: "plugin.binary"}, "plugin.binary %q is the plugin directory itself: name the executable", bin)
 	}
+}
+
+// grants checks the names a plugin is granted, so a typo cannot silently
+// grant nothing (or everything).
+func (v *validator) grants(g *Grants) {
+	for i, name := range g.LLM {
+		if name != "*" && !validName(name) {
+			v.errorf(ref{field: fmt.Sprintf("plugin.grants.llm[%d]", i)},
+				`plugin.grants.llm lists %q: use an LLM name from the host config ([llm.NAME]) or "*"`, name)
+		}
+	}
+	for i, name := range g.Tools {
+		if !validToolPattern(name) {
+			v.errorf(ref{field: fmt.Sprintf("plugin.grants.tools[%d]", i)},
+				`plugin.grants.tools lists %q: use a tool name, "plugin/tool", "plugin/*" or "*"`, name)
+		}
+	}
+	for i, name := range g.Env {
+		if !validEnvName(name) {
+			v.errorf(ref{field: fmt.Sprintf("plugin.grants.env[%d]", i)},
+				"plugin.grants.env lists %q: use an environment variable name such as OPENAI_API_KEY", name)
+		}
+	}
+}
+
+func validToolPattern(s string) bool {
+	if s == "*" {
+		return true
+	}
+	plugin, tool, qualified := strings.Cut(s, "/")
+	if !qualified {
+		return validName(s)
+	}
+	return validName(plugin) && (tool == "*" || validName(tool))
+}
+
+func validEnvName(s string) bool {
+	if s == "" || '0' <= s[0] && s[0] <= '9' {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 func isSHA256(s string) bool {

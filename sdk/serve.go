@@ -27,6 +27,9 @@ type Plugin struct {
 	Name        string
 	Version     string
 	Description string
+	// Grants asks for host services and host resources; the manifest
+	// records them and the host enforces them.
+	Grants manifest.Grants
 }
 
 // Serve serves the components until the host disconnects; call it from
@@ -134,6 +137,7 @@ func (s *server) manifest(binary string) *manifest.Manifest {
 			Description: s.info.Description,
 			Binary:      binary,
 			Protocols:   wire.Protocols,
+			Grants:      s.info.Grants,
 		},
 	}
 	for _, c := range s.components {
@@ -180,7 +184,7 @@ func (s *server) Call(ctx context.Context, req *pluginv1.CallRequest) (*pluginv1
 	if perr != nil {
 		return &pluginv1.CallResponse{Error: perr}, nil
 	}
-	ctx, end := s.span(ctx, "tool.call", req.GetName(), req.GetHostServiceId())
+	ctx, end := s.span(s.withHost(ctx, req.GetHostServiceId()), "tool.call", req.GetName(), req.GetHostServiceId())
 	out, err := guard(func() ([]byte, error) { return c.call(ctx, req.GetInput()) })
 	end(err)
 	return &pluginv1.CallResponse{Output: out, Error: toProtoError(err)}, nil
@@ -191,7 +195,7 @@ func (s *server) Run(ctx context.Context, req *pluginv1.RunRequest) (*pluginv1.R
 	if perr != nil {
 		return &pluginv1.RunResponse{Error: perr}, nil
 	}
-	ctx, end := s.span(ctx, "agent.run", req.GetName(), req.GetHostServiceId())
+	ctx, end := s.span(s.withHost(ctx, req.GetHostServiceId()), "agent.run", req.GetName(), req.GetHostServiceId())
 	out, err := guard(func() ([]byte, error) { return c.call(ctx, req.GetInput()) })
 	end(err)
 	return &pluginv1.RunResponse{Output: out, Error: toProtoError(err)}, nil
@@ -203,7 +207,7 @@ func (s *server) ListInstances(req *pluginv1.ListInstancesRequest, stream plugin
 		return stream.Send(&pluginv1.ListInstancesResponse{Item: &pluginv1.ListInstancesResponse_Error{Error: perr}})
 	}
 	var sendErr error
-	ctx, end := s.span(stream.Context(), "task.instances", req.GetName(), req.GetHostServiceId())
+	ctx, end := s.span(s.withHost(stream.Context(), req.GetHostServiceId()), "task.instances", req.GetName(), req.GetHostServiceId())
 	_, err := guard(func() ([]byte, error) {
 		return nil, c.task.instances(ctx, req.GetArgs(), func(id string, data []byte) error {
 			sendErr = stream.Send(&pluginv1.ListInstancesResponse{Item: &pluginv1.ListInstancesResponse_Instance{
@@ -227,7 +231,7 @@ func (s *server) Evaluate(ctx context.Context, req *pluginv1.EvaluateRequest) (*
 	if perr != nil {
 		return &pluginv1.EvaluateResponse{Error: perr}, nil
 	}
-	ctx, end := s.span(ctx, "task.evaluate", req.GetName(), req.GetHostServiceId())
+	ctx, end := s.span(s.withHost(ctx, req.GetHostServiceId()), "task.evaluate", req.GetName(), req.GetHostServiceId())
 	var res Result
 	details, err := guard(func() ([]byte, error) {
 		var err error

@@ -1,6 +1,7 @@
 // Package hostsvc implements the HostService the host serves back to each
-// plugin process over go-plugin's GRPCBroker: logging and span import now,
-// the per-call services (LLM, tool calls, state) later.
+// plugin process over go-plugin's GRPCBroker: logging and span import, and
+// the per-call services (LLM chat, tool calls, shared state) that act for
+// one call's execution within the plugin's grants.
 package hostsvc
 
 import (
@@ -17,6 +18,7 @@ import (
 
 	pluginv1 "github.com/nexus-eval/nexus/internal/pb/nexus/plugin/v1"
 	"github.com/nexus-eval/nexus/internal/wire"
+	"github.com/nexus-eval/nexus/manifest"
 )
 
 // MaxSpansPerExport bounds one ExportSpans batch; a bigger one is dropped.
@@ -31,6 +33,10 @@ type SpanSink interface {
 type Server struct {
 	pluginv1.UnimplementedHostServiceServer
 
+	manifest *manifest.Manifest
+	grants   manifest.Grants
+	calls    *Calls
+	tools    Tools
 	plugin   string
 	log      hclog.Logger
 	sink     SpanSink
@@ -40,8 +46,27 @@ type Server struct {
 	warnDropped, warnOversized, warnMalformed *limiter
 }
 
-// New returns the HostService for plugin; sink may be nil when the host
-// exports no spans.
+// Config is what a plugin's HostService acts with.
+type Config struct {
+	// Manifest is the plugin's; its grants bound the per-call services.
+	Manifest *manifest.Manifest
+	Logger   hclog.Logger
+	// Sink receives the plugin's spans; nil drops them.
+	Sink SpanSink
+	// Calls and Tools enable the per-call services; nil offers none.
+	Calls *Calls
+	Tools Tools
+}
+
+// NewServer returns the HostService for one plugin process.
+func NewServer(cfg Config) *Server {
+	s := New(cfg.Manifest.Plugin.Name, cfg.Logger, cfg.Sink)
+	s.manifest, s.grants, s.calls, s.tools = cfg.Manifest, cfg.Manifest.Plugin.Grants, cfg.Calls, cfg.Tools
+	return s
+}
+
+// New returns a HostService for plugin offering logging and span import
+// only; sink may be nil when the host exports no spans.
 func New(plugin string, log hclog.Logger, sink SpanSink) *Server {
 	return &Server{
 		plugin:        plugin,

@@ -42,7 +42,10 @@ type config struct {
 	logger       hclog.Logger
 	startTimeout time.Duration
 	env          []string
-	hostService  func(plugin string) pluginv1.HostServiceServer
+	hostService  func(m *manifest.Manifest) pluginv1.HostServiceServer
+	beginCall    func(ctx context.Context, m *manifest.Manifest) (context.Context, func())
+	command      func(bin string) *exec.Cmd
+	socketDir    string
 	// Supervision; see supervise.go.
 	idleTimeout    time.Duration
 	healthInterval time.Duration
@@ -62,8 +65,23 @@ func WithEnv(env ...string) Option { return func(c *config) { c.env = append(c.e
 
 // WithHostService serves the HostService newService returns to each plugin
 // process through go-plugin's broker.
-func WithHostService(newService func(plugin string) pluginv1.HostServiceServer) Option {
+func WithHostService(newService func(m *manifest.Manifest) pluginv1.HostServiceServer) Option {
 	return func(c *config) { c.hostService = newService }
+}
+
+// WithCallHook lets the host tag each call (for per-call host services):
+// begin returns the context the call is made with and a function called
+// when it ends.
+func WithCallHook(begin func(ctx context.Context, m *manifest.Manifest) (context.Context, func())) Option {
+	return func(c *config) { c.beginCall = begin }
+}
+
+// WithCommand starts plugin binaries with the command cmd returns (a
+// sandbox, say) instead of directly; the command owns its process
+// attributes. socketDir is where the plugin creates its go-plugin sockets:
+// it must be reachable from both sides.
+func WithCommand(cmd func(bin string) *exec.Cmd, socketDir string) Option {
+	return func(c *config) { c.command, c.socketDir = cmd, socketDir }
 }
 
 // Launcher starts and owns plugin processes.
@@ -359,15 +377,29 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 			name, component.ErrLaunch, m.Plugin.Protocols, wire.Protocols)
 	}
 
-	cmd := exec.Command(bin)
-	cmd.Dir = m.Dir()
+	var cmd *exec.Cmd
+	if cfg.command != nil {
+		cmd = cfg.command(bin)
+	} else {
+		cmd = exec.Command(bin)
+		cmd.Dir = m.Dir()
+		cmd.SysProcAttr = &syscall.SysProcAttr{
+			// Own process group, so Close reaches the plugin's children too.
+			Setpgid: true,
+			// The kernel kills the plugin when the thread that started it
+			// dies, even if the host is killed with SIGKILL.
+			Pdeathsig: syscall.SIGKILL,
+		}
+	}
 	cmd.Env = append(minimalEnv(), cfg.env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Own process group, so Close reaches the plugin's children too.
-		Setpgid: true,
-		// The kernel kills the plugin when the thread that started it
-		// dies, even if the host is killed with SIGKILL.
-		Pdeathsig: syscall.SIGKILL,
+	for _, k := range m.Plugin.Grants.Env {
+		if v, ok := os.LookupEnv(k); ok {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	var sockets *plugin.UnixSocketConfig
+	if cfg.socketDir != "" {
+		sockets = &plugin.UnixSocketConfig{TempDir: cfg.socketDir}
 	}
 	stderr := newTail(32)
 	client := plugin.NewClient(&plugin.ClientConfig{
@@ -379,6 +411,7 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 		Logger:           cfg.logger.Named(name),
 		StartTimeout:     cfg.startTimeout,
 		Stderr:           stderr,
+		UnixSocketConfig: sockets,
 	})
 	fail := func(step string, err error) (*Process, error) {
 		client.Kill()
@@ -420,7 +453,7 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 		p.pid = rc.Pid
 	}
 	if cfg.hostService != nil {
-		if err := p.serveHost(cfg.hostService(name)); err != nil {
+		if err := p.serveHost(cfg.hostService(m)); err != nil {
 			p.kill()
 			return fail("host service", err)
 		}

@@ -89,6 +89,8 @@ func (r *remoteTool) Call(ctx context.Context, input json.RawMessage) (json.RawM
 	}
 	p.begin()
 	defer p.end()
+	ctx, endCall := r.slot.beginCall(ctx)
+	defer endCall()
 	resp, err := p.RPC.Tool.Call(wire.InjectTrace(ctx), &pluginv1.CallRequest{Name: r.name, Input: input, HostServiceId: p.HostID})
 	if err != nil {
 		return nil, r.transport(ctx, p, err)
@@ -108,6 +110,8 @@ func (r *remoteAgent) Run(ctx context.Context, instance json.RawMessage) (json.R
 	}
 	p.begin()
 	defer p.end()
+	ctx, endCall := r.slot.beginCall(ctx)
+	defer endCall()
 	resp, err := p.RPC.Agent.Run(wire.InjectTrace(ctx), &pluginv1.RunRequest{Name: r.name, Input: instance, HostServiceId: p.HostID})
 	if err != nil {
 		return nil, r.transport(ctx, p, err)
@@ -129,6 +133,8 @@ func (r *remoteTask) Instances(ctx context.Context, args json.RawMessage) iter.S
 		}
 		p.begin()
 		defer p.end()
+		ctx, endCall := r.slot.beginCall(ctx)
+		defer endCall()
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel() // stops the stream when the consumer stops early
 		stream, err := p.RPC.Task.ListInstances(wire.InjectTrace(ctx), &pluginv1.ListInstancesRequest{Name: r.name, Args: args, HostServiceId: p.HostID})
@@ -164,6 +170,8 @@ func (r *remoteTask) Evaluate(ctx context.Context, args json.RawMessage, inst co
 	}
 	p.begin()
 	defer p.end()
+	ctx, endCall := r.slot.beginCall(ctx)
+	defer endCall()
 	resp, err := p.RPC.Task.Evaluate(wire.InjectTrace(ctx), &pluginv1.EvaluateRequest{
 		Name:          r.name,
 		Args:          args,
@@ -186,3 +194,11 @@ var (
 	_ component.Agent = (*remoteAgent)(nil)
 	_ component.Task  = (*remoteTask)(nil)
 )
+
+// beginCall tags a call for per-call host services when the host asks to.
+func (s *Slot) beginCall(ctx context.Context) (context.Context, func()) {
+	if s.l.cfg.beginCall == nil {
+		return ctx, func() {}
+	}
+	return s.l.cfg.beginCall(ctx, s.m)
+}

@@ -1771,6 +1771,579 @@ func (*Attribute_IntValue) isAttribute_Value() {}
 
 func (*Attribute_DoubleValue) isAttribute_Value() {}
 
+type ChatRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Name of the LLM client in the host's configuration; empty means the
+	// execution's default LLM.
+	Llm string `protobuf:"bytes,1,opt,name=llm,proto3" json:"llm,omitempty"`
+	// JSON chat request: messages, tools, temperature, max_tokens.
+	Request       []byte `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChatRequest) Reset() {
+	*x = ChatRequest{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChatRequest) ProtoMessage() {}
+
+func (x *ChatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChatRequest.ProtoReflect.Descriptor instead.
+func (*ChatRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ChatRequest) GetLlm() string {
+	if x != nil {
+		return x.Llm
+	}
+	return ""
+}
+
+func (x *ChatRequest) GetRequest() []byte {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+type ChatResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// JSON chat response: message, finish_reason, usage.
+	Response      []byte `protobuf:"bytes,1,opt,name=response,proto3" json:"response,omitempty"`
+	Error         *Error `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChatResponse) Reset() {
+	*x = ChatResponse{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChatResponse) ProtoMessage() {}
+
+func (x *ChatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChatResponse.ProtoReflect.Descriptor instead.
+func (*ChatResponse) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ChatResponse) GetResponse() []byte {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *ChatResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+type CallToolRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tool name, short or plugin-qualified.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Input         []byte `protobuf:"bytes,2,opt,name=input,proto3" json:"input,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallToolRequest) Reset() {
+	*x = CallToolRequest{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallToolRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallToolRequest) ProtoMessage() {}
+
+func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
+func (*CallToolRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *CallToolRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CallToolRequest) GetInput() []byte {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+type CallToolResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Output        []byte                 `protobuf:"bytes,1,opt,name=output,proto3" json:"output,omitempty"`
+	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallToolResponse) Reset() {
+	*x = CallToolResponse{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallToolResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallToolResponse) ProtoMessage() {}
+
+func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
+func (*CallToolResponse) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CallToolResponse) GetOutput() []byte {
+	if x != nil {
+		return x.Output
+	}
+	return nil
+}
+
+func (x *CallToolResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+type GetStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStateRequest) Reset() {
+	*x = GetStateRequest{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStateRequest) ProtoMessage() {}
+
+func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
+func (*GetStateRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetStateRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+type GetStateResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// JSON value; empty when the key is not set.
+	Value         []byte `protobuf:"bytes,1,opt,name=value,proto3" json:"value,omitempty"`
+	Found         bool   `protobuf:"varint,2,opt,name=found,proto3" json:"found,omitempty"`
+	Error         *Error `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStateResponse) Reset() {
+	*x = GetStateResponse{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStateResponse) ProtoMessage() {}
+
+func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
+func (*GetStateResponse) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GetStateResponse) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *GetStateResponse) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *GetStateResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+type SetStateRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// JSON value; empty deletes the key.
+	Value         []byte `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetStateRequest) Reset() {
+	*x = SetStateRequest{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetStateRequest) ProtoMessage() {}
+
+func (x *SetStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetStateRequest.ProtoReflect.Descriptor instead.
+func (*SetStateRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *SetStateRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *SetStateRequest) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+type SetStateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetStateResponse) Reset() {
+	*x = SetStateResponse{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetStateResponse) ProtoMessage() {}
+
+func (x *SetStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetStateResponse.ProtoReflect.Descriptor instead.
+func (*SetStateResponse) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SetStateResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+type ListToolsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListToolsRequest) Reset() {
+	*x = ListToolsRequest{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListToolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListToolsRequest) ProtoMessage() {}
+
+func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
+func (*ListToolsRequest) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
+}
+
+type ListToolsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tools         []*ToolInfo            `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
+	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListToolsResponse) Reset() {
+	*x = ListToolsResponse{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListToolsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListToolsResponse) ProtoMessage() {}
+
+func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
+func (*ListToolsResponse) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ListToolsResponse) GetTools() []*ToolInfo {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *ListToolsResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// ToolInfo describes one tool a plugin may call.
+type ToolInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Plugin-qualified name.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Description   string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	InputSchema   []byte `protobuf:"bytes,3,opt,name=input_schema,json=inputSchema,proto3" json:"input_schema,omitempty"`
+	OutputSchema  []byte `protobuf:"bytes,4,opt,name=output_schema,json=outputSchema,proto3" json:"output_schema,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolInfo) Reset() {
+	*x = ToolInfo{}
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolInfo) ProtoMessage() {}
+
+func (x *ToolInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_nexus_plugin_v1_plugin_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolInfo.ProtoReflect.Descriptor instead.
+func (*ToolInfo) Descriptor() ([]byte, []int) {
+	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ToolInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetInputSchema() []byte {
+	if x != nil {
+		return x.InputSchema
+	}
+	return nil
+}
+
+func (x *ToolInfo) GetOutputSchema() []byte {
+	if x != nil {
+		return x.OutputSchema
+	}
+	return nil
+}
+
 var File_nexus_plugin_v1_plugin_proto protoreflect.FileDescriptor
 
 const file_nexus_plugin_v1_plugin_proto_rawDesc = "" +
@@ -1883,7 +2456,39 @@ const file_nexus_plugin_v1_plugin_proto_rawDesc = "" +
 	"bool_value\x18\x03 \x01(\bH\x00R\tboolValue\x12\x1d\n" +
 	"\tint_value\x18\x04 \x01(\x03H\x00R\bintValue\x12#\n" +
 	"\fdouble_value\x18\x05 \x01(\x01H\x00R\vdoubleValueB\a\n" +
-	"\x05value*{\n" +
+	"\x05value\"9\n" +
+	"\vChatRequest\x12\x10\n" +
+	"\x03llm\x18\x01 \x01(\tR\x03llm\x12\x18\n" +
+	"\arequest\x18\x02 \x01(\fR\arequest\"X\n" +
+	"\fChatResponse\x12\x1a\n" +
+	"\bresponse\x18\x01 \x01(\fR\bresponse\x12,\n" +
+	"\x05error\x18\x02 \x01(\v2\x16.nexus.plugin.v1.ErrorR\x05error\";\n" +
+	"\x0fCallToolRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05input\x18\x02 \x01(\fR\x05input\"X\n" +
+	"\x10CallToolResponse\x12\x16\n" +
+	"\x06output\x18\x01 \x01(\fR\x06output\x12,\n" +
+	"\x05error\x18\x02 \x01(\v2\x16.nexus.plugin.v1.ErrorR\x05error\"#\n" +
+	"\x0fGetStateRequest\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\"l\n" +
+	"\x10GetStateResponse\x12\x14\n" +
+	"\x05value\x18\x01 \x01(\fR\x05value\x12\x14\n" +
+	"\x05found\x18\x02 \x01(\bR\x05found\x12,\n" +
+	"\x05error\x18\x03 \x01(\v2\x16.nexus.plugin.v1.ErrorR\x05error\"9\n" +
+	"\x0fSetStateRequest\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"@\n" +
+	"\x10SetStateResponse\x12,\n" +
+	"\x05error\x18\x01 \x01(\v2\x16.nexus.plugin.v1.ErrorR\x05error\"\x12\n" +
+	"\x10ListToolsRequest\"r\n" +
+	"\x11ListToolsResponse\x12/\n" +
+	"\x05tools\x18\x01 \x03(\v2\x19.nexus.plugin.v1.ToolInfoR\x05tools\x12,\n" +
+	"\x05error\x18\x02 \x01(\v2\x16.nexus.plugin.v1.ErrorR\x05error\"\x88\x01\n" +
+	"\bToolInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12!\n" +
+	"\finput_schema\x18\x03 \x01(\fR\vinputSchema\x12#\n" +
+	"\routput_schema\x18\x04 \x01(\fR\foutputSchema*{\n" +
 	"\rComponentKind\x12\x1e\n" +
 	"\x1aCOMPONENT_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13COMPONENT_KIND_TOOL\x10\x01\x12\x18\n" +
@@ -1920,8 +2525,13 @@ const file_nexus_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x03Run\x12\x1b.nexus.plugin.v1.RunRequest\x1a\x1c.nexus.plugin.v1.RunResponse2\xc0\x01\n" +
 	"\vTaskService\x12`\n" +
 	"\rListInstances\x12%.nexus.plugin.v1.ListInstancesRequest\x1a&.nexus.plugin.v1.ListInstancesResponse0\x01\x12O\n" +
-	"\bEvaluate\x12 .nexus.plugin.v1.EvaluateRequest\x1a!.nexus.plugin.v1.EvaluateResponse2\xa9\x01\n" +
-	"\vHostService\x12@\n" +
+	"\bEvaluate\x12 .nexus.plugin.v1.EvaluateRequest\x1a!.nexus.plugin.v1.EvaluateResponse2\xb5\x04\n" +
+	"\vHostService\x12C\n" +
+	"\x04Chat\x12\x1c.nexus.plugin.v1.ChatRequest\x1a\x1d.nexus.plugin.v1.ChatResponse\x12O\n" +
+	"\bCallTool\x12 .nexus.plugin.v1.CallToolRequest\x1a!.nexus.plugin.v1.CallToolResponse\x12R\n" +
+	"\tListTools\x12!.nexus.plugin.v1.ListToolsRequest\x1a\".nexus.plugin.v1.ListToolsResponse\x12O\n" +
+	"\bGetState\x12 .nexus.plugin.v1.GetStateRequest\x1a!.nexus.plugin.v1.GetStateResponse\x12O\n" +
+	"\bSetState\x12 .nexus.plugin.v1.SetStateRequest\x1a!.nexus.plugin.v1.SetStateResponse\x12@\n" +
 	"\x03Log\x12\x1b.nexus.plugin.v1.LogRequest\x1a\x1c.nexus.plugin.v1.LogResponse\x12X\n" +
 	"\vExportSpans\x12#.nexus.plugin.v1.ExportSpansRequest\x1a$.nexus.plugin.v1.ExportSpansResponseBBZ@github.com/nexus-eval/nexus/internal/pb/nexus/plugin/v1;pluginv1b\x06proto3"
 
@@ -1938,7 +2548,7 @@ func file_nexus_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_nexus_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_nexus_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_nexus_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_nexus_plugin_v1_plugin_proto_goTypes = []any{
 	(ComponentKind)(0),            // 0: nexus.plugin.v1.ComponentKind
 	(ToolKind)(0),                 // 1: nexus.plugin.v1.ToolKind
@@ -1968,6 +2578,17 @@ var file_nexus_plugin_v1_plugin_proto_goTypes = []any{
 	(*SpanEvent)(nil),             // 25: nexus.plugin.v1.SpanEvent
 	(*SpanStatus)(nil),            // 26: nexus.plugin.v1.SpanStatus
 	(*Attribute)(nil),             // 27: nexus.plugin.v1.Attribute
+	(*ChatRequest)(nil),           // 28: nexus.plugin.v1.ChatRequest
+	(*ChatResponse)(nil),          // 29: nexus.plugin.v1.ChatResponse
+	(*CallToolRequest)(nil),       // 30: nexus.plugin.v1.CallToolRequest
+	(*CallToolResponse)(nil),      // 31: nexus.plugin.v1.CallToolResponse
+	(*GetStateRequest)(nil),       // 32: nexus.plugin.v1.GetStateRequest
+	(*GetStateResponse)(nil),      // 33: nexus.plugin.v1.GetStateResponse
+	(*SetStateRequest)(nil),       // 34: nexus.plugin.v1.SetStateRequest
+	(*SetStateResponse)(nil),      // 35: nexus.plugin.v1.SetStateResponse
+	(*ListToolsRequest)(nil),      // 36: nexus.plugin.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),     // 37: nexus.plugin.v1.ListToolsResponse
+	(*ToolInfo)(nil),              // 38: nexus.plugin.v1.ToolInfo
 }
 var file_nexus_plugin_v1_plugin_proto_depIdxs = []int32{
 	9,  // 0: nexus.plugin.v1.DescribeResponse.components:type_name -> nexus.plugin.v1.Component
@@ -1987,27 +2608,43 @@ var file_nexus_plugin_v1_plugin_proto_depIdxs = []int32{
 	25, // 14: nexus.plugin.v1.Span.events:type_name -> nexus.plugin.v1.SpanEvent
 	26, // 15: nexus.plugin.v1.Span.status:type_name -> nexus.plugin.v1.SpanStatus
 	27, // 16: nexus.plugin.v1.SpanEvent.attributes:type_name -> nexus.plugin.v1.Attribute
-	5,  // 17: nexus.plugin.v1.PluginService.Describe:input_type -> nexus.plugin.v1.DescribeRequest
-	6,  // 18: nexus.plugin.v1.PluginService.Flush:input_type -> nexus.plugin.v1.FlushRequest
-	11, // 19: nexus.plugin.v1.ToolService.Call:input_type -> nexus.plugin.v1.CallRequest
-	13, // 20: nexus.plugin.v1.AgentService.Run:input_type -> nexus.plugin.v1.RunRequest
-	15, // 21: nexus.plugin.v1.TaskService.ListInstances:input_type -> nexus.plugin.v1.ListInstancesRequest
-	18, // 22: nexus.plugin.v1.TaskService.Evaluate:input_type -> nexus.plugin.v1.EvaluateRequest
-	20, // 23: nexus.plugin.v1.HostService.Log:input_type -> nexus.plugin.v1.LogRequest
-	22, // 24: nexus.plugin.v1.HostService.ExportSpans:input_type -> nexus.plugin.v1.ExportSpansRequest
-	8,  // 25: nexus.plugin.v1.PluginService.Describe:output_type -> nexus.plugin.v1.DescribeResponse
-	7,  // 26: nexus.plugin.v1.PluginService.Flush:output_type -> nexus.plugin.v1.FlushResponse
-	12, // 27: nexus.plugin.v1.ToolService.Call:output_type -> nexus.plugin.v1.CallResponse
-	14, // 28: nexus.plugin.v1.AgentService.Run:output_type -> nexus.plugin.v1.RunResponse
-	16, // 29: nexus.plugin.v1.TaskService.ListInstances:output_type -> nexus.plugin.v1.ListInstancesResponse
-	19, // 30: nexus.plugin.v1.TaskService.Evaluate:output_type -> nexus.plugin.v1.EvaluateResponse
-	21, // 31: nexus.plugin.v1.HostService.Log:output_type -> nexus.plugin.v1.LogResponse
-	23, // 32: nexus.plugin.v1.HostService.ExportSpans:output_type -> nexus.plugin.v1.ExportSpansResponse
-	25, // [25:33] is the sub-list for method output_type
-	17, // [17:25] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	10, // 17: nexus.plugin.v1.ChatResponse.error:type_name -> nexus.plugin.v1.Error
+	10, // 18: nexus.plugin.v1.CallToolResponse.error:type_name -> nexus.plugin.v1.Error
+	10, // 19: nexus.plugin.v1.GetStateResponse.error:type_name -> nexus.plugin.v1.Error
+	10, // 20: nexus.plugin.v1.SetStateResponse.error:type_name -> nexus.plugin.v1.Error
+	38, // 21: nexus.plugin.v1.ListToolsResponse.tools:type_name -> nexus.plugin.v1.ToolInfo
+	10, // 22: nexus.plugin.v1.ListToolsResponse.error:type_name -> nexus.plugin.v1.Error
+	5,  // 23: nexus.plugin.v1.PluginService.Describe:input_type -> nexus.plugin.v1.DescribeRequest
+	6,  // 24: nexus.plugin.v1.PluginService.Flush:input_type -> nexus.plugin.v1.FlushRequest
+	11, // 25: nexus.plugin.v1.ToolService.Call:input_type -> nexus.plugin.v1.CallRequest
+	13, // 26: nexus.plugin.v1.AgentService.Run:input_type -> nexus.plugin.v1.RunRequest
+	15, // 27: nexus.plugin.v1.TaskService.ListInstances:input_type -> nexus.plugin.v1.ListInstancesRequest
+	18, // 28: nexus.plugin.v1.TaskService.Evaluate:input_type -> nexus.plugin.v1.EvaluateRequest
+	28, // 29: nexus.plugin.v1.HostService.Chat:input_type -> nexus.plugin.v1.ChatRequest
+	30, // 30: nexus.plugin.v1.HostService.CallTool:input_type -> nexus.plugin.v1.CallToolRequest
+	36, // 31: nexus.plugin.v1.HostService.ListTools:input_type -> nexus.plugin.v1.ListToolsRequest
+	32, // 32: nexus.plugin.v1.HostService.GetState:input_type -> nexus.plugin.v1.GetStateRequest
+	34, // 33: nexus.plugin.v1.HostService.SetState:input_type -> nexus.plugin.v1.SetStateRequest
+	20, // 34: nexus.plugin.v1.HostService.Log:input_type -> nexus.plugin.v1.LogRequest
+	22, // 35: nexus.plugin.v1.HostService.ExportSpans:input_type -> nexus.plugin.v1.ExportSpansRequest
+	8,  // 36: nexus.plugin.v1.PluginService.Describe:output_type -> nexus.plugin.v1.DescribeResponse
+	7,  // 37: nexus.plugin.v1.PluginService.Flush:output_type -> nexus.plugin.v1.FlushResponse
+	12, // 38: nexus.plugin.v1.ToolService.Call:output_type -> nexus.plugin.v1.CallResponse
+	14, // 39: nexus.plugin.v1.AgentService.Run:output_type -> nexus.plugin.v1.RunResponse
+	16, // 40: nexus.plugin.v1.TaskService.ListInstances:output_type -> nexus.plugin.v1.ListInstancesResponse
+	19, // 41: nexus.plugin.v1.TaskService.Evaluate:output_type -> nexus.plugin.v1.EvaluateResponse
+	29, // 42: nexus.plugin.v1.HostService.Chat:output_type -> nexus.plugin.v1.ChatResponse
+	31, // 43: nexus.plugin.v1.HostService.CallTool:output_type -> nexus.plugin.v1.CallToolResponse
+	37, // 44: nexus.plugin.v1.HostService.ListTools:output_type -> nexus.plugin.v1.ListToolsResponse
+	33, // 45: nexus.plugin.v1.HostService.GetState:output_type -> nexus.plugin.v1.GetStateResponse
+	35, // 46: nexus.plugin.v1.HostService.SetState:output_type -> nexus.plugin.v1.SetStateResponse
+	21, // 47: nexus.plugin.v1.HostService.Log:output_type -> nexus.plugin.v1.LogResponse
+	23, // 48: nexus.plugin.v1.HostService.ExportSpans:output_type -> nexus.plugin.v1.ExportSpansResponse
+	36, // [36:49] is the sub-list for method output_type
+	23, // [23:36] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_nexus_plugin_v1_plugin_proto_init() }
@@ -2031,7 +2668,7 @@ func file_nexus_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nexus_plugin_v1_plugin_proto_rawDesc), len(file_nexus_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   23,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

@@ -543,6 +543,11 @@ var TaskService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
+	HostService_Chat_FullMethodName        = "/nexus.plugin.v1.HostService/Chat"
+	HostService_CallTool_FullMethodName    = "/nexus.plugin.v1.HostService/CallTool"
+	HostService_ListTools_FullMethodName   = "/nexus.plugin.v1.HostService/ListTools"
+	HostService_GetState_FullMethodName    = "/nexus.plugin.v1.HostService/GetState"
+	HostService_SetState_FullMethodName    = "/nexus.plugin.v1.HostService/SetState"
 	HostService_Log_FullMethodName         = "/nexus.plugin.v1.HostService/Log"
 	HostService_ExportSpans_FullMethodName = "/nexus.plugin.v1.HostService/ExportSpans"
 )
@@ -552,9 +557,21 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // HostService is served by the host back to a plugin through go-plugin's
-// GRPCBroker; a request's host_service_id names the broker stream. Later
-// protocol revisions add LLM completion, tool calls and state.
+// GRPCBroker; a request's host_service_id names the broker stream. The
+// per-call services (Chat, CallTool, GetState, SetState) act for the call
+// named by the "nexus-call" metadata the host sent with it, and are
+// checked against the plugin's grants.
 type HostServiceClient interface {
+	// Chat asks one of the host's LLM clients for a chat completion.
+	Chat(ctx context.Context, in *ChatRequest, opts ...grpc.CallOption) (*ChatResponse, error)
+	// CallTool calls another tool through the host's registry and processors.
+	CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (*CallToolResponse, error)
+	// ListTools lists the tools the plugin is granted, with their schemas,
+	// so an agent can offer them to an LLM.
+	ListTools(ctx context.Context, in *ListToolsRequest, opts ...grpc.CallOption) (*ListToolsResponse, error)
+	// GetState and SetState read and write the execution's shared tool state.
+	GetState(ctx context.Context, in *GetStateRequest, opts ...grpc.CallOption) (*GetStateResponse, error)
+	SetState(ctx context.Context, in *SetStateRequest, opts ...grpc.CallOption) (*SetStateResponse, error)
 	// Log writes a message to the host log under the plugin's name.
 	Log(ctx context.Context, in *LogRequest, opts ...grpc.CallOption) (*LogResponse, error)
 	// ExportSpans hands the plugin's finished spans to the host, which sends
@@ -568,6 +585,56 @@ type hostServiceClient struct {
 
 func NewHostServiceClient(cc grpc.ClientConnInterface) HostServiceClient {
 	return &hostServiceClient{cc}
+}
+
+func (c *hostServiceClient) Chat(ctx context.Context, in *ChatRequest, opts ...grpc.CallOption) (*ChatResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ChatResponse)
+	err := c.cc.Invoke(ctx, HostService_Chat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hostServiceClient) CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (*CallToolResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CallToolResponse)
+	err := c.cc.Invoke(ctx, HostService_CallTool_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hostServiceClient) ListTools(ctx context.Context, in *ListToolsRequest, opts ...grpc.CallOption) (*ListToolsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListToolsResponse)
+	err := c.cc.Invoke(ctx, HostService_ListTools_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hostServiceClient) GetState(ctx context.Context, in *GetStateRequest, opts ...grpc.CallOption) (*GetStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetStateResponse)
+	err := c.cc.Invoke(ctx, HostService_GetState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hostServiceClient) SetState(ctx context.Context, in *SetStateRequest, opts ...grpc.CallOption) (*SetStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetStateResponse)
+	err := c.cc.Invoke(ctx, HostService_SetState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (c *hostServiceClient) Log(ctx context.Context, in *LogRequest, opts ...grpc.CallOption) (*LogResponse, error) {
@@ -595,9 +662,21 @@ func (c *hostServiceClient) ExportSpans(ctx context.Context, in *ExportSpansRequ
 // for forward compatibility.
 //
 // HostService is served by the host back to a plugin through go-plugin's
-// GRPCBroker; a request's host_service_id names the broker stream. Later
-// protocol revisions add LLM completion, tool calls and state.
+// GRPCBroker; a request's host_service_id names the broker stream. The
+// per-call services (Chat, CallTool, GetState, SetState) act for the call
+// named by the "nexus-call" metadata the host sent with it, and are
+// checked against the plugin's grants.
 type HostServiceServer interface {
+	// Chat asks one of the host's LLM clients for a chat completion.
+	Chat(context.Context, *ChatRequest) (*ChatResponse, error)
+	// CallTool calls another tool through the host's registry and processors.
+	CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error)
+	// ListTools lists the tools the plugin is granted, with their schemas,
+	// so an agent can offer them to an LLM.
+	ListTools(context.Context, *ListToolsRequest) (*ListToolsResponse, error)
+	// GetState and SetState read and write the execution's shared tool state.
+	GetState(context.Context, *GetStateRequest) (*GetStateResponse, error)
+	SetState(context.Context, *SetStateRequest) (*SetStateResponse, error)
 	// Log writes a message to the host log under the plugin's name.
 	Log(context.Context, *LogRequest) (*LogResponse, error)
 	// ExportSpans hands the plugin's finished spans to the host, which sends
@@ -613,6 +692,21 @@ type HostServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedHostServiceServer struct{}
 
+func (UnimplementedHostServiceServer) Chat(context.Context, *ChatRequest) (*ChatResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Chat not implemented")
+}
+func (UnimplementedHostServiceServer) CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CallTool not implemented")
+}
+func (UnimplementedHostServiceServer) ListTools(context.Context, *ListToolsRequest) (*ListToolsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTools not implemented")
+}
+func (UnimplementedHostServiceServer) GetState(context.Context, *GetStateRequest) (*GetStateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetState not implemented")
+}
+func (UnimplementedHostServiceServer) SetState(context.Context, *SetStateRequest) (*SetStateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetState not implemented")
+}
 func (UnimplementedHostServiceServer) Log(context.Context, *LogRequest) (*LogResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Log not implemented")
 }
@@ -638,6 +732,96 @@ func RegisterHostServiceServer(s grpc.ServiceRegistrar, srv HostServiceServer) {
 		t.testEmbeddedByValue()
 	}
 	s.RegisterService(&HostService_ServiceDesc, srv)
+}
+
+func _HostService_Chat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ChatRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServiceServer).Chat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HostService_Chat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServiceServer).Chat(ctx, req.(*ChatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HostService_CallTool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CallToolRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServiceServer).CallTool(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HostService_CallTool_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServiceServer).CallTool(ctx, req.(*CallToolRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HostService_ListTools_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListToolsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServiceServer).ListTools(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HostService_ListTools_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServiceServer).ListTools(ctx, req.(*ListToolsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HostService_GetState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServiceServer).GetState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HostService_GetState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServiceServer).GetState(ctx, req.(*GetStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _HostService_SetState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServiceServer).SetState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HostService_SetState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServiceServer).SetState(ctx, req.(*SetStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
 }
 
 func _HostService_Log_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
@@ -683,6 +867,26 @@ var HostService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "nexus.plugin.v1.HostService",
 	HandlerType: (*HostServiceServer)(nil),
 	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Chat",
+			Handler:    _HostService_Chat_Handler,
+		},
+		{
+			MethodName: "CallTool",
+			Handler:    _HostService_CallTool_Handler,
+		},
+		{
+			MethodName: "ListTools",
+			Handler:    _HostService_ListTools_Handler,
+		},
+		{
+			MethodName: "GetState",
+			Handler:    _HostService_GetState_Handler,
+		},
+		{
+			MethodName: "SetState",
+			Handler:    _HostService_SetState_Handler,
+		},
 		{
 			MethodName: "Log",
 			Handler:    _HostService_Log_Handler,
