@@ -11,6 +11,7 @@ import (
 	"github.com/nexus-eval/nexus/host/execution"
 	"github.com/nexus-eval/nexus/host/launch"
 	"github.com/nexus-eval/nexus/host/registry"
+	"github.com/nexus-eval/nexus/host/runtime"
 	"github.com/nexus-eval/nexus/manifest"
 )
 
@@ -51,6 +52,10 @@ func (h *Host) NewExecution(opts ExecutionOptions) (*execution.Execution, error)
 				break
 			}
 		}
+	}
+	if err := h.shareSockets(sockets); err != nil {
+		os.RemoveAll(sockets)
+		return nil, err
 	}
 	e := execution.New(eopts)
 	_, err = e.Attach(socketsKey{}, func() (any, func() error, error) {
@@ -106,4 +111,31 @@ func (h *Host) runtimeSlot(ctx context.Context, exec *execution.Execution, m *ma
 		return nil, err
 	}
 	return v.(*launch.Launcher).Slot(m), nil
+}
+
+// shareSockets hands the socket dir to the sandbox's user when the sandbox
+// runs as another user than the host: plugins create their sockets there.
+func (h *Host) shareSockets(dir string) error {
+	providers := h.opts.Providers
+	if providers == nil {
+		providers = runtime.DefaultProviders()
+	}
+	name := h.opts.Runtime
+	if name == "" {
+		name = "sandbox"
+	}
+	p, err := providers.Get(name)
+	if err != nil {
+		return fmt.Errorf("execution: %w", err)
+	}
+	sb, ok := p.(*runtime.Sandbox)
+	if !ok {
+		return nil
+	}
+	if uid, gid, ok := sb.User(); ok {
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return fmt.Errorf("execution: hand the socket dir to the sandbox user: %w", err)
+		}
+	}
+	return nil
 }

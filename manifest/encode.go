@@ -31,6 +31,7 @@ func Encode(m *Manifest) ([]byte, error) {
 	}
 	b.WriteString("]\n")
 	writeString(&b, "sha256", p.SHA256)
+	writeGrants(&b, p.Grants)
 
 	for _, k := range Kinds {
 		for _, c := range m.Components(k) {
@@ -39,16 +40,7 @@ func Encode(m *Manifest) ([]byte, error) {
 			writeString(&b, "description", c.Description)
 			writeString(&b, "kind", c.Kind)
 			writeString(&b, "task", c.Task)
-			if len(c.Tags) > 0 {
-				b.WriteString("tags = [")
-				for i, t := range c.Tags {
-					if i > 0 {
-						b.WriteString(", ")
-					}
-					b.WriteString(quote(t))
-				}
-				b.WriteString("]\n")
-			}
+			writeStrings(&b, "tags", c.Tags)
 			writeSchema(&b, "input_schema", c.InputSchema)
 			writeSchema(&b, "output_schema", c.OutputSchema)
 		}
@@ -57,6 +49,38 @@ func Encode(m *Manifest) ([]byte, error) {
 		return nil, errors.New("manifest has text that is not valid UTF-8")
 	}
 	return b.Bytes(), nil
+}
+
+// writeGrants writes [plugin.grants] when anything is granted.
+func writeGrants(b *bytes.Buffer, g Grants) {
+	if len(g.LLM)+len(g.Tools)+len(g.Env) == 0 && !g.State && !g.Network {
+		return
+	}
+	b.WriteString("\n[plugin.grants]\n")
+	writeStrings(b, "llm", g.LLM)
+	writeStrings(b, "tools", g.Tools)
+	if g.State {
+		b.WriteString("state = true\n")
+	}
+	writeStrings(b, "env", g.Env)
+	if g.Network {
+		b.WriteString("network = true\n")
+	}
+}
+
+// writeStrings writes key = ["a", "b"], leaving out empty lists.
+func writeStrings(b *bytes.Buffer, key string, vals []string) {
+	if len(vals) == 0 {
+		return
+	}
+	b.WriteString(key + " = [")
+	for i, v := range vals {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(quote(v))
+	}
+	b.WriteString("]\n")
 }
 
 // writeString writes key = "value", leaving out empty optional values.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-plugin/runner"
 	"google.golang.org/grpc"
 
 	"github.com/nexus-eval/nexus/host/component"
@@ -398,20 +399,27 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 		}
 	}
 	var sockets *plugin.UnixSocketConfig
-	if cfg.socketDir != "" {
+	var run func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error)
+	if cfg.command != nil {
 		sockets = &plugin.UnixSocketConfig{TempDir: cfg.socketDir}
+		run = runnerFor(cmd)
 	}
 	stderr := newTail(32)
+	ccmd := cmd
+	if run != nil {
+		ccmd = nil // the runner starts cmd
+	}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  wire.Handshake,
 		VersionedPlugins: wire.PluginSets(nil),
-		Cmd:              cmd,
+		Cmd:              ccmd,
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           cfg.logger.Named(name),
 		StartTimeout:     cfg.startTimeout,
 		Stderr:           stderr,
 		UnixSocketConfig: sockets,
+		RunnerFunc:       run,
 	})
 	fail := func(step string, err error) (*Process, error) {
 		client.Kill()

@@ -139,7 +139,10 @@ func newClient(name string, e Entry, getenv func(string) string, maxRetryDelay t
 
 	// A transport of its own: closing idle connections must not touch other
 	// clients, and settings must not leak in from http.DefaultTransport users.
-	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport := &http.Transport{Proxy: http.ProxyFromEnvironment}
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		transport = t.Clone()
+	}
 	opts := []option.RequestOption{
 		option.WithHTTPClient(&http.Client{Transport: transport}),
 		option.WithBaseURL(e.BaseURL),

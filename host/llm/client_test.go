@@ -292,6 +292,19 @@ func TestChatRetries(t *testing.T) {
 		wantText: "llm \"local\" at $URL: request rejected: HTTP 404 Not Found (\"The model `test-model` does not exist\"): " +
 			`check that base_url ends where the API starts (often /v1) and that model "test-model" exists there`,
 	}, {
+		name:       "dropped connections retried then succeeding",
+		maxRetries: 1,
+		script:     []llmtest.Step{llmtest.Drop(), llmtest.Text("ok")},
+		wantCount:  2,
+	}, {
+		name:       "dropped connections, retries bounded",
+		maxRetries: 2,
+		script:     []llmtest.Step{llmtest.Drop(), llmtest.Drop(), llmtest.Drop(), llmtest.Text("never")},
+		wantErr:    ErrUnavailable,
+		wantCount:  3,
+		wantText: `llm "local" at $URL: endpoint unavailable: the server closed the connection without answering after 3 attempts: ` +
+			`check that the server is running and base_url is right`,
+	}, {
 		name:       "5xx with a body that is not JSON",
 		maxRetries: 0,
 		script:     []llmtest.Step{{Status: 502, Raw: "<html>bad gateway</html>", ContentType: "text/html"}},

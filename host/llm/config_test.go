@@ -257,3 +257,36 @@ func TestPublic(t *testing.T) {
 		t.Errorf("nil Config Public = %v, want empty", got)
 	}
 }
+
+// TestLoadConfigEnv reads $NEXUS_CONFIG, so it cannot run in parallel (nor
+// can any test that changes the environment).
+func TestLoadConfigEnv(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(good, []byte("[llm.a]\nbase_url = \"http://a/v1\"\nmodel = \"m\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "none.toml")
+
+	t.Setenv(ConfigEnv, good)
+	if got := DefaultConfigPath(); got != good {
+		t.Errorf("DefaultConfigPath = %q, want $%s = %q", got, ConfigEnv, good)
+	}
+	cfg, err := LoadConfig("")
+	if err != nil || !cfg.Found || cfg.Path != good || len(cfg.LLM) != 1 {
+		t.Errorf("LoadConfig(\"\") = %+v, %v; want the file in $%s", cfg, err, ConfigEnv)
+	}
+
+	// A file named by $NEXUS_CONFIG must exist, like one named by --config.
+	t.Setenv(ConfigEnv, missing)
+	if _, err := LoadConfig(""); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("LoadConfig(\"\") with a missing $%s = %v, want an error", ConfigEnv, err)
+	}
+	if _, err := LoadConfig(missing); err == nil {
+		t.Error("LoadConfig of a missing explicit file succeeded")
+	}
+	cfg, err = LoadConfig(good)
+	if err != nil || cfg.Path != good {
+		t.Errorf("LoadConfig(%q) = %+v, %v", good, cfg, err)
+	}
+}

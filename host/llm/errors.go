@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -137,6 +138,9 @@ func isDecodeError(err error) bool {
 // causeText is the innermost useful text of a transport error: url.Error
 // repeats the method and URL, which the message already names.
 func causeText(err error) string {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+		return "the server closed the connection without answering"
+	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Err != nil {
 		return op.Op + ": " + op.Err.Error()

@@ -191,3 +191,14 @@ func reachable(path string, cred *syscall.Credential) error {
 		}
 	}
 }
+
+// User returns who the sandbox runs as when that is not the host's own
+// user (the host runs as root): dirs bound into the sandbox must be
+// writable by that user.
+func (s *Sandbox) User() (uid, gid int, ok bool) {
+	c := s.cred()
+	if c == nil {
+		return 0, 0, false
+	}
+	return int(c.Uid), int(c.Gid), true
+}
