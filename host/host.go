@@ -13,6 +13,7 @@ import (
 	"github.com/nexus-eval/nexus/host/component"
 	"github.com/nexus-eval/nexus/host/execution"
 	"github.com/nexus-eval/nexus/host/hostsvc"
+	"github.com/nexus-eval/nexus/host/integrity"
 	"github.com/nexus-eval/nexus/host/launch"
 	"github.com/nexus-eval/nexus/host/llm"
 	"github.com/nexus-eval/nexus/host/registry"
@@ -48,6 +49,9 @@ type Options struct {
 	// Runtime is the provider of an execution's runtime: "sandbox" (the
 	// default) or "local".
 	Runtime string
+	// Lock pins the binaries that their manifests leave unpinned
+	// (nexus-host plugins lock); nil pins nothing more.
+	Lock *integrity.Lock
 	// PluginEnv adds "K=V" variables to every plugin's (minimal)
 	// environment.
 	PluginEnv []string
@@ -136,6 +140,9 @@ func (h *Host) launchOptions(extra ...launch.Option) []launch.Option {
 	}
 	if len(opts.PluginEnv) > 0 {
 		lopts = append(lopts, launch.WithEnv(opts.PluginEnv...))
+	}
+	if opts.Lock != nil {
+		lopts = append(lopts, launch.WithPins(opts.Lock.Pin))
 	}
 	return append(lopts, extra...)
 }

@@ -51,5 +51,5 @@ func checkSchema(text string) error {
 	if _, err := s.Resolve(nil); err != nil {
 		return fmt.Errorf("is not a valid JSON Schema: %v", err)
 	}
-	return nil
+	return CheckRefCycles([]byte(text))
 }

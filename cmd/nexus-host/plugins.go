@@ -21,7 +21,7 @@ func newPluginsCmd(g *globals) *cobra.Command {
 		Use:   "plugins",
 		Short: "Manage plugin directories",
 	}
-	cmd.AddCommand(newManifestCmd())
+	cmd.AddCommand(newManifestCmd(), newLockCmd(g), newVerifyCmd(g))
 	return cmd
 }
 

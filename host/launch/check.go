@@ -1,20 +1,18 @@
 package launch
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 
 	"github.com/nexus-eval/nexus/host/component"
+	"github.com/nexus-eval/nexus/host/integrity"
 	"github.com/nexus-eval/nexus/manifest"
 )
 
 // ErrChecksum: the binary's sha256 differs from its pin.
-var ErrChecksum = errors.New("sha256 mismatch")
+var ErrChecksum = integrity.ErrChecksum
 
 // checkBinary makes sure bin exists and is an executable regular file,
 // saying how to fix it when not.
@@ -34,29 +32,28 @@ func checkBinary(m *manifest.Manifest, bin string) error {
 	return nil
 }
 
-// verifyPin hashes bin and compares it with the manifest's sha256.
-func verifyPin(m *manifest.Manifest, bin string) (string, error) {
-	got, err := cachedSHA256(bin)
-	if err != nil {
-		return "", fmt.Errorf("plugin %q: %w: hash binary: %v", m.Plugin.Name, component.ErrLaunch, err)
+// pinError explains a refused binary: a checksum mismatch names both
+// digests and the fix.
+func pinError(m *manifest.Manifest, bin string, err error) error {
+	var ce *integrity.ChecksumError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("plugin %q: %w: %w: it is pinned to sha256 %s (in %s or the lock file) but binary %s has sha256 %s: rebuild the pinned binary, or update the pin (nexus-host plugins lock)",
+			m.Plugin.Name, component.ErrLaunch, ErrChecksum, ce.Want, m.Path, bin, ce.Got)
 	}
-	if got != m.Plugin.SHA256 {
-		return "", fmt.Errorf("plugin %q: %w: %w: %s pins sha256 %s but binary %s has sha256 %s: rebuild the pinned binary or update the pin",
-			m.Plugin.Name, component.ErrLaunch, ErrChecksum, m.Path, m.Plugin.SHA256, bin, got)
+	return fmt.Errorf("plugin %q: %w: %w", m.Plugin.Name, component.ErrLaunch, err)
+}
+
+// execPath is what to execute for a verified binary: its descriptor, so
+// the checked file is the one that runs. A script cannot run that way (its
+// interpreter opens the path, after the descriptor is gone), so scripts run
+// by path.
+func execPath(v *integrity.Verified) string {
+	var head [2]byte
+	if n, _ := v.File().ReadAt(head[:], 0); n == 2 && string(head[:]) == "#!" {
+		return v.Path()
 	}
-	return got, nil
+	return v.ExecPath()
 }
 
 // FileSHA256 returns the lower-case hex sha256 of the file at path.
-func FileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
+func FileSHA256(path string) (string, error) { return integrity.FileSHA256(path) }

@@ -50,8 +50,16 @@ func Compare(m *manifest.Manifest, d *pluginv1.DescribeResponse) string {
 	}
 	slices.Sort(extra)
 	lines = append(lines, extra...)
+	if len(lines) > maxDiffLines {
+		n := len(lines) - maxDiffLines
+		lines = append(lines[:maxDiffLines], fmt.Sprintf("… and %d more differences", n))
+	}
 	return strings.Join(lines, "\n")
 }
+
+// maxDiffLines keeps a mismatch error readable when a binary differs in
+// thousands of components.
+const maxDiffLines = 50
 
 func fieldDiffs(want, got manifest.Component) []string {
 	var out []string

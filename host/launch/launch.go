@@ -25,10 +25,19 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/nexus-eval/nexus/host/component"
+	"github.com/nexus-eval/nexus/host/integrity"
 	pluginv1 "github.com/nexus-eval/nexus/internal/pb/nexus/plugin/v1"
 	"github.com/nexus-eval/nexus/internal/wire"
 	"github.com/nexus-eval/nexus/manifest"
 )
+
+// afterVerify runs between the binary's check and its start; tests use it
+// to swap the file in that window.
+var afterVerify = func(string) {}
+
+// maxDescribeSize bounds a Describe answer: a plugin cannot make the host
+// hold an arbitrarily large one.
+const maxDescribeSize = 16 << 20
 
 // DefaultStartTimeout bounds launch + handshake + Describe.
 const DefaultStartTimeout = 10 * time.Second
@@ -46,6 +55,7 @@ type config struct {
 	hostService  func(m *manifest.Manifest) pluginv1.HostServiceServer
 	beginCall    func(ctx context.Context, m *manifest.Manifest) (context.Context, func())
 	command      func(bin string) *exec.Cmd
+	pins         func(m *manifest.Manifest) (string, bool)
 	socketDir    string
 	// Supervision; see supervise.go.
 	idleTimeout    time.Duration
@@ -83,6 +93,11 @@ func WithCallHook(begin func(ctx context.Context, m *manifest.Manifest) (context
 // it must be reachable from both sides.
 func WithCommand(cmd func(bin string) *exec.Cmd, socketDir string) Option {
 	return func(c *config) { c.command, c.socketDir = cmd, socketDir }
+}
+
+// WithPins pins binaries the manifests do not pin (from a lock file).
+func WithPins(pins func(m *manifest.Manifest) (string, bool)) Option {
+	return func(c *config) { c.pins = pins }
 }
 
 // Launcher starts and owns plugin processes.
@@ -363,13 +378,22 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 	if err := checkBinary(m, bin); err != nil {
 		return nil, err
 	}
+	pin := m.Plugin.SHA256
+	if pin == "" && cfg.pins != nil {
+		pin, _ = cfg.pins(m)
+	}
+	// The file is opened, checked and hashed through one descriptor, and
+	// that descriptor is what runs: swapping the file at the path after
+	// the check changes nothing.
+	verified, err := integrity.Open(bin, pin)
+	if err != nil {
+		return nil, pinError(m, bin, err)
+	}
+	afterVerify(bin)
+	defer verified.Close() // after the start below has exec'd it
 	var dg *digest
-	if m.Plugin.SHA256 != "" {
-		pinned, err := verifyPin(m, bin)
-		if err != nil {
-			return nil, err
-		}
-		dg = pinnedDigest(pinned)
+	if pin != "" {
+		dg = pinnedDigest(verified.SHA256())
 	} else {
 		dg = backgroundDigest(bin)
 	}
@@ -382,7 +406,8 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 	if cfg.command != nil {
 		cmd = cfg.command(bin)
 	} else {
-		cmd = exec.Command(bin)
+		cmd = exec.Command(execPath(verified))
+		cmd.Args[0] = bin // what ps shows
 		cmd.Dir = m.Dir()
 		cmd.SysProcAttr = &syscall.SysProcAttr{
 			// Own process group, so Close reaches the plugin's children too.
@@ -469,7 +494,7 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.startTimeout)
 	defer cancel()
-	desc, err := wc.Plugin.Describe(ctx, &pluginv1.DescribeRequest{})
+	desc, err := wc.Plugin.Describe(ctx, &pluginv1.DescribeRequest{}, grpc.MaxCallRecvMsgSize(maxDescribeSize))
 	if err != nil {
 		p.kill()
 		return fail("describe", err)

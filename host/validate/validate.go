@@ -15,6 +15,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/nexus-eval/nexus/host/registry"
+	"github.com/nexus-eval/nexus/manifest"
 )
 
 // Sentinels for errors.Is: whose fault a validation failure is.
@@ -93,6 +94,11 @@ func (v *Validator) schema(text string) *compiled {
 		}
 		var s jsonschema.Schema
 		if err := json.Unmarshal([]byte(src), &s); err != nil {
+			return nil, err
+		}
+		// The validator would recurse until the stack overflows, which
+		// no recover can catch: refuse such a schema up front.
+		if err := manifest.CheckRefCycles([]byte(src)); err != nil {
 			return nil, err
 		}
 		return s.Resolve(nil)

@@ -62,6 +62,9 @@ type Step struct {
 	// Hang never replies: the request waits until the client gives up or
 	// the server closes.
 	Hang bool
+	// Drop closes the connection without a reply, like a server that
+	// crashed mid-request.
+	Drop bool
 }
 
 // ToolCall is a function call in a reply. Arguments is the JSON text, as on
@@ -97,6 +100,9 @@ func Malformed() Step { return Step{Malformed: true} }
 
 // Hang is a request that is never answered.
 func Hang() Step { return Step{Hang: true} }
+
+// Drop is a request whose connection is closed without a reply.
+func Drop() Step { return Step{Drop: true} }
 
 // Delay is reply, sent after d.
 func Delay(d time.Duration, reply Step) Step {
@@ -340,6 +346,8 @@ func (s *Server) reply(w http.ResponseWriter, r *http.Request, req Request, step
 		}
 	}
 	switch {
+	case step.Drop:
+		panic(http.ErrAbortHandler)
 	case step.Status != 0 && step.Raw != "":
 		w.Header().Set("Content-Type", cmp.Or(step.ContentType, "application/json"))
 		w.WriteHeader(step.Status)

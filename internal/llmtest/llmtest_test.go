@@ -124,6 +124,17 @@ func TestScript(t *testing.T) {
 	}
 }
 
+func TestDrop(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.New(t, llmtest.Drop(), llmtest.Text("after"))
+	if _, _, err := post(t, context.Background(), srv.URL, chatBody); err == nil {
+		t.Error("a dropped request got a reply")
+	}
+	if status, _, err := post(t, context.Background(), srv.URL, chatBody); err != nil || status != 200 {
+		t.Errorf("the request after a drop: %d %v", status, err)
+	}
+}
+
 func TestBadRequests(t *testing.T) {
 	t.Parallel()
 	srv := llmtest.New(t, llmtest.Text("unused"))
