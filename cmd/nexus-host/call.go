@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nexus-eval/nexus/host"
+	"github.com/nexus-eval/nexus/host/execution"
 	"github.com/nexus-eval/nexus/host/telemetry"
 )
 
@@ -23,9 +25,11 @@ func newCallCmd(g *globals) *cobra.Command {
 		Short: "Call a tool with a JSON input and print its JSON output",
 		Long: "Call a tool with a JSON input and print its JSON output.\n" +
 			"JSON is the input itself, @FILE to read it from a file, or - to read stdin.\n" +
-			"The tool's plugin is launched on first use and stopped when the call ends.",
+			"The tool's plugin is launched on first use and stopped when the call ends.\n" +
+			"The call runs in a one-off execution: a runtime tool gets its own sandbox.",
 		Example: `  nexus-host call calculator '{"expression": "2 * (3 + 4)"}'
-  echo '{"expression": "1/3"}' | nexus-host call math/calculator -`,
+  echo '{"expression": "1/3"}' | nexus-host call math/calculator -
+  nexus-host call run_command '{"command": "uname -a; id"}'`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			input, err := readInput(args[1], cmd.InOrStdin())
@@ -41,7 +45,14 @@ func newCallCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out, err := tool.Call(cmd.Context(), input)
+			// A one-off execution: runtime tools get their own sandbox and
+			// host services work, as in a run.
+			e, err := s.NewExecution(host.ExecutionOptions{RunID: "call", InstanceID: args[0]})
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			out, err := tool.Call(execution.With(cmd.Context(), e), input)
 			if stats {
 				defer printStats(cmd.Context(), cmd.ErrOrStderr(), s.metrics)
 			}
