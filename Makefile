@@ -7,10 +7,17 @@ PLUGINS   := $(wildcard plugins/agents/*/nexus.toml plugins/tools/*/nexus.toml p
 PLUGIN_DIRS := $(patsubst %/nexus.toml,%,$(PLUGINS))
 BUF       := $(GO) tool -modfile=tools/go.mod buf
 
-.PHONY: help build plugins demo test test-short bench lint generate generate-check fuzz clean
+.PHONY: help deps build plugins demo test test-short bench lint generate generate-check fuzz clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+deps: ## install bubblewrap (the sandbox) when it is missing
+	@command -v bwrap >/dev/null 2>&1 || { \
+		echo "installing bubblewrap (the sandbox runtime)"; \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q bubblewrap; \
+		elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -q && sudo apt-get install -y -q bubblewrap; \
+		else echo "bubblewrap is missing: install it (apt-get install bubblewrap)"; exit 1; fi; }
 
 build: ## build nexus-host into bin/
 	$(GO) build -o $(BIN)/nexus-host ./cmd/nexus-host
@@ -21,12 +28,12 @@ plugins: ## build every bundled plugin into its own directory
 		$(GO) build -o $$d/$$(basename $$d) ./$$d || exit 1; \
 	done
 
-demo: build plugins ## build everything, list the plugins, call the calculator, run arith with oracle
+demo: deps build plugins ## build everything, list the plugins, call the calculator, run arith with oracle
 	$(BIN)/nexus-host list
 	$(BIN)/nexus-host call calculator '{"expression": "2 * (3 + 4) - 10 / 4"}'
 	$(BIN)/nexus-host call stats '{"values": [3, 1, 4, 1, 5, 9, 2, 6]}'
 
-test: ## run every test with the race detector
+test: deps ## run every test with the race detector
 	$(GO) test -race -count=1 ./...
 
 test-short: ## run the fast tests only
