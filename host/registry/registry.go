@@ -61,8 +61,12 @@ type Conflict struct {
 func (c Conflict) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %q is declared by %d plugins:", c.Kind, c.Name, len(c.Entries))
-	for _, e := range c.Entries {
+	const shown = 5 // a name claimed by thousands must not make a huge message
+	for _, e := range c.Entries[:min(len(c.Entries), shown)] {
 		fmt.Fprintf(&b, " %s (%s);", e.Qualified(), e.Source)
+	}
+	if n := len(c.Entries) - shown; n > 0 {
+		fmt.Fprintf(&b, " and %d more;", n)
 	}
 	b.WriteString(" use the qualified name, or remove one of them")
 	return b.String()
