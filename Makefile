@@ -28,10 +28,11 @@ plugins: ## build every bundled plugin into its own directory
 		$(GO) build -o $$d/$$(basename $$d) ./$$d || exit 1; \
 	done
 
-demo: deps build plugins ## build everything, list the plugins, call the calculator, run arith with oracle
+demo: deps build plugins ## build everything, list the plugins, call the calculator, run exercises with oracle and show the summary
 	$(BIN)/nexus-host list
 	$(BIN)/nexus-host call calculator '{"expression": "2 * (3 + 4) - 10 / 4"}'
 	$(BIN)/nexus-host call stats '{"values": [3, 1, 4, 1, 5, 9, 2, 6]}'
+	$(BIN)/nexus-host run --task exercises --agent oracle
 
 test: deps ## run every test with the race detector
 	$(GO) test -race -count=1 ./...

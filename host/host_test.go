@@ -334,21 +334,23 @@ const hostChildEnv = "NEXUS_TEST_HOST_CHILD"
 func runHostChild() {
 	h := host.New(host.Options{})
 	h.Discover([]manifest.Root{{Dir: os.Getenv(hostChildEnv), Explicit: true}})
-	tool, err := h.Tools.Get(context.Background(), "pid")
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
+	for _, name := range []string{"pid", "spawn"} {
+		tool, err := h.Tools.Get(context.Background(), name)
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		out, err := tool.Call(context.Background(), json.RawMessage(`{}`))
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println(string(out))
 	}
-	out, err := tool.Call(context.Background(), json.RawMessage(`{}`))
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
-	fmt.Println(string(out))
 	time.Sleep(time.Hour)
 }
 
-func TestPluginDiesWithKilledHost(t *testing.T) {
+func TestPluginAndItsChildrenDieWithKilledHost(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a host subprocess")
@@ -363,20 +365,27 @@ func TestPluginDiesWithKilledHost(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var p struct{ Pid int }
-	if err := json.NewDecoder(stdout).Decode(&p); err != nil || p.Pid == 0 {
+	dec := json.NewDecoder(stdout)
+	var plugin, child struct{ Pid int }
+	if err := dec.Decode(&plugin); err != nil || plugin.Pid == 0 {
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatalf("host child did not report a plugin pid: %v", err)
 	}
-	if !alive(p.Pid) {
-		t.Fatalf("plugin %d not running while its host is", p.Pid)
+	if err := dec.Decode(&child); err != nil || child.Pid == 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("host child did not report the plugin's child pid: %v", err)
+	}
+	if !alive(plugin.Pid) || !alive(child.Pid) {
+		t.Fatalf("plugin %d or its child %d not running while the host is", plugin.Pid, child.Pid)
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	waitGone(t, p.Pid, time.Second)
+	waitGone(t, plugin.Pid, time.Second)
+	waitGone(t, child.Pid, time.Second)
 }
 
 func writeManifest(t *testing.T, dir string, edit func(string) string) {

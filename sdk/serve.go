@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -51,6 +53,10 @@ func Serve(p Plugin, components ...*Component) {
 	}
 	if os.Getenv(wire.Handshake.MagicCookieKey) == wire.Handshake.MagicCookieValue {
 		go exitWithParent(os.Getppid())
+		// The host asks the kernel to send SIGTERM when it dies.
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		go func() { <-term; exitWithGroup() }()
 	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  wire.Handshake,
@@ -73,13 +79,23 @@ var logger = sync.OnceValue(func() hclog.Logger {
 })
 
 // exitWithParent is the second line of defence against orphans: the host
-// also asks the kernel to kill its plugins when it dies.
+// also asks the kernel to signal its plugins when it dies.
 func exitWithParent(ppid int) {
 	for range time.Tick(500 * time.Millisecond) {
 		if os.Getppid() != ppid {
-			os.Exit(2)
+			exitWithGroup()
 		}
 	}
+}
+
+// exitWithGroup ends the plugin and every process it started: the host
+// makes each plugin the leader of its own process group, so its children
+// (and theirs) go too.
+func exitWithGroup() {
+	if pgid, err := syscall.Getpgid(0); err == nil && pgid == os.Getpid() {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	os.Exit(2)
 }
 
 func writeManifest(w io.Writer, m *manifest.Manifest) error {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nexus-eval/nexus/host"
+	"github.com/nexus-eval/nexus/host/llm"
 	"github.com/nexus-eval/nexus/host/telemetry"
 	"github.com/nexus-eval/nexus/manifest"
 )
@@ -22,6 +23,8 @@ type globals struct {
 	plugins  []string
 	logLevel string
 	trace    string
+	config   string
+	runtime  string
 	logger   hclog.Logger
 }
 
@@ -44,7 +47,11 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringArrayVar(&g.plugins, "plugins", nil, "also discover plugins in `DIR` (repeatable)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error")
 	root.PersistentFlags().StringVar(&g.trace, "trace", "", "write every span (host and plugins) to `FILE` as OTLP JSON lines; OTEL_EXPORTER_OTLP_* variables work too")
+	root.PersistentFlags().StringVar(&g.config, "config", "", "host config `FILE` (LLM clients); default $NEXUS_CONFIG, else .nexus/config.toml, else ~/.config/nexus/config.toml")
+	root.PersistentFlags().StringVar(&g.runtime, "runtime", "sandbox", "where executions run their tools and evaluations: sandbox (bubblewrap) or local (no isolation)")
 	root.AddCommand(
+		newRunCmd(g),
+		newRunsCmd(g),
 		newListCmd(g),
 		newInspectCmd(g),
 		newCallCmd(g),
@@ -89,6 +96,8 @@ type session struct {
 	*host.Host
 	tracing *telemetry.Tracing
 	metrics *telemetry.Metrics
+	llm     *llm.Config
+	clients *llm.Clients
 }
 
 // open discovers plugins into a host wired with tracing and metrics.
@@ -103,19 +112,28 @@ func (g *globals) open(ctx context.Context, stderr io.Writer) (*session, error) 
 	}
 	metrics, err := telemetry.NewMetrics()
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, tracing.Shutdown(ctx))
 	}
-	h := host.New(host.Options{Logger: g.logger, Tracing: tracing, Metrics: metrics})
+	if g.runtime != "sandbox" && g.runtime != "local" {
+		return nil, errors.Join(fmt.Errorf("--runtime %q: use sandbox or local", g.runtime), tracing.Shutdown(ctx))
+	}
+	cfg, err := llm.LoadConfig(g.config)
+	if err != nil {
+		return nil, errors.Join(err, tracing.Shutdown(ctx))
+	}
+	clients := llm.NewClients(cfg, os.Getenv)
+	h := host.New(host.Options{Logger: g.logger, Tracing: tracing, Metrics: metrics, LLMs: clients, Runtime: g.runtime})
 	for _, d := range h.Discover(roots) {
 		fmt.Fprintln(stderr, d.String())
 	}
-	return &session{Host: h, tracing: tracing, metrics: metrics}, nil
+	return &session{Host: h, tracing: tracing, metrics: metrics, llm: cfg, clients: clients}, nil
 }
 
 // Close stops the plugins (which flush their spans), then flushes the
 // exporters.
 func (s *session) Close() error {
 	herr := s.Host.Close()
+	s.clients.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return errors.Join(herr, s.tracing.Shutdown(ctx), s.metrics.Shutdown(ctx))

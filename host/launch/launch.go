@@ -412,9 +412,11 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{
 			// Own process group, so Close reaches the plugin's children too.
 			Setpgid: true,
-			// The kernel kills the plugin when the thread that started it
-			// dies, even if the host is killed with SIGKILL.
-			Pdeathsig: syscall.SIGKILL,
+			// The kernel signals the plugin when the thread that started it
+			// dies, even if the host is killed with SIGKILL. SIGTERM, not
+			// SIGKILL: an SDK plugin then kills its whole process group,
+			// so what it started goes too.
+			Pdeathsig: syscall.SIGTERM,
 		}
 	}
 	cmd.Env = append(minimalEnv(), cfg.env...)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"sync/atomic"
 
 	"github.com/nexus-eval/nexus/sdk"
@@ -85,6 +86,14 @@ func main() {
 		}),
 		sdk.Tool("pid", "Returns the plugin's process id", func(context.Context, Empty) (Pid, error) {
 			return Pid{Pid: os.Getpid()}, nil
+		}),
+		sdk.Tool("spawn", "Starts a long sleep as a child and returns its process id", func(context.Context, Empty) (Pid, error) {
+			cmd := exec.Command("sleep", "1000")
+			if err := cmd.Start(); err != nil {
+				return Pid{}, err
+			}
+			go cmd.Wait()
+			return Pid{Pid: cmd.Process.Pid}, nil
 		}),
 		sdk.Tool("counter", "Counts how many times it ran in this process", func(context.Context, Tag) (Count, error) {
 			return Count{Count: counterCalls.Add(1)}, nil
