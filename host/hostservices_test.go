@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nexus-eval/nexus/host"
 	"github.com/nexus-eval/nexus/host/component"
@@ -222,4 +223,22 @@ func mustExec(t *testing.T, h *host.Host, llmName string) *execution.Execution {
 	}
 	t.Cleanup(func() { e.Close() })
 	return e
+}
+
+// go-plugin's broker withdraws a connection offer not taken within 5 s:
+// a plugin whose first host call comes later must still reach the host.
+func TestHostServicesLongAfterLaunch(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits past go-plugin's 5 s broker timeout")
+	}
+	h := newHost(t, pluginRoot(t, "test/testplugins/hostuser", "plugins/tools/math"))
+	if _, err := h.Tools.Get(context.Background(), "calc"); err != nil { // launches hostuser
+		t.Fatal(err)
+	}
+	time.Sleep(6 * time.Second)
+	_, ctx := newExec(t, h)
+	if out, err := callIn(t, ctx, h, "calc", `{"expression":"2+2"}`); err != nil || string(out) != `{"value":4}` {
+		t.Fatalf("first host call 6 s after launch = %s, %v", out, err)
+	}
 }

@@ -178,7 +178,14 @@ func (s *server) lookup(kind manifest.Kind, name string) (*Component, *pluginv1.
 
 func (s *server) UseBroker(b *plugin.GRPCBroker) { s.host.setBroker(b) }
 
-func (s *server) Describe(context.Context, *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
+func (s *server) Describe(_ context.Context, req *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
+	if id := req.GetHostServiceId(); id != 0 {
+		// Connect now: the broker withdraws an offer not taken within a
+		// few seconds, and the first call needing the host may come much
+		// later.
+		s.host.use(id)
+		go s.host.get()
+	}
 	return s.describe, nil
 }
 

@@ -233,7 +233,7 @@ func TestRunInterruptThenResume(t *testing.T) {
 	root := s.root("plugins", pkgArith, pkgOracle)
 	db := s.path("runs.db")
 	args := []string{"--plugins", root, "--runtime", "local", "run", "--task", "arith", "--agent", "oracle",
-		"--task-arg", "n=10000", "--concurrency", "1", "--db", db, "-o", "json"}
+		"--task-arg", "n=2000", "--concurrency", "1", "--db", db, "-o", "json"}
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -254,7 +254,7 @@ func TestRunInterruptThenResume(t *testing.T) {
 		t.Fatalf("interrupted run: %v, want exit 1\nstderr:\n%s", err, stderr.String())
 	}
 	got := decodeRun(t, stdout.String())
-	if got.Status != "interrupted" || *got.Total == 0 || *got.Total >= 10000 || !strings.Contains(stderr.String(), "--resume "+got.RunID) {
+	if got.Status != "interrupted" || *got.Total == 0 || *got.Total >= 2000 || !strings.Contains(stderr.String(), "--resume "+got.RunID) {
 		t.Fatalf("interrupted run: %+v\nstderr:\n%s", got, stderr.String())
 	}
 	s.assertNoLeftovers()
@@ -264,9 +264,9 @@ func TestRunInterruptThenResume(t *testing.T) {
 		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
 	}
 	again := decodeRun(t, r.stdout)
-	if again.RunID != got.RunID || !again.Resumed || again.Status != "completed" || *again.Total != 10000 || *again.Passed != 10000 ||
+	if again.RunID != got.RunID || !again.Resumed || again.Status != "completed" || *again.Total != 2000 || *again.Passed != 2000 ||
 		again.Skipped < *got.Total-got.Errors["cancelled"] {
-		t.Errorf("resumed run: %+v, want run %s completed with 10000 passed", again, got.RunID)
+		t.Errorf("resumed run: %+v, want run %s completed with 2000 passed", again, got.RunID)
 	}
 }
 

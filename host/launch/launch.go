@@ -496,7 +496,7 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.startTimeout)
 	defer cancel()
-	desc, err := wc.Plugin.Describe(ctx, &pluginv1.DescribeRequest{}, grpc.MaxCallRecvMsgSize(maxDescribeSize))
+	desc, err := wc.Plugin.Describe(ctx, &pluginv1.DescribeRequest{HostServiceId: p.HostID}, grpc.MaxCallRecvMsgSize(maxDescribeSize))
 	if err != nil {
 		p.kill()
 		return fail("describe", err)

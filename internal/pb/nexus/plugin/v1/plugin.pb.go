@@ -299,7 +299,11 @@ func (SpanKind) EnumDescriptor() ([]byte, []int) {
 }
 
 type DescribeRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Broker id of the HostService served to this process, 0 when none is.
+	// The plugin should connect to it right away: go-plugin's broker drops
+	// an offer nobody takes within a few seconds.
+	HostServiceId uint32 `protobuf:"varint,1,opt,name=host_service_id,json=hostServiceId,proto3" json:"host_service_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -332,6 +336,13 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
 	return file_nexus_plugin_v1_plugin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *DescribeRequest) GetHostServiceId() uint32 {
+	if x != nil {
+		return x.HostServiceId
+	}
+	return 0
 }
 
 type FlushRequest struct {
@@ -2348,8 +2359,9 @@ var File_nexus_plugin_v1_plugin_proto protoreflect.FileDescriptor
 
 const file_nexus_plugin_v1_plugin_proto_rawDesc = "" +
 	"\n" +
-	"\x1cnexus/plugin/v1/plugin.proto\x12\x0fnexus.plugin.v1\"\x11\n" +
-	"\x0fDescribeRequest\"6\n" +
+	"\x1cnexus/plugin/v1/plugin.proto\x12\x0fnexus.plugin.v1\"9\n" +
+	"\x0fDescribeRequest\x12&\n" +
+	"\x0fhost_service_id\x18\x01 \x01(\rR\rhostServiceId\"6\n" +
 	"\fFlushRequest\x12&\n" +
 	"\x0fhost_service_id\x18\x01 \x01(\rR\rhostServiceId\"\x0f\n" +
 	"\rFlushResponse\"\x96\x01\n" +

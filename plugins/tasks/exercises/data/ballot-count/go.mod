@@ -1,0 +1,3 @@
+module ballotcount
+
+go 1.22

@@ -1,0 +1,3 @@
+module columnsums
+
+go 1.22

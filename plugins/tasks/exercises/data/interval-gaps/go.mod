@@ -1,0 +1,3 @@
+module intervalgaps
+
+go 1.22

@@ -1,0 +1,3 @@
+module inventorymerge
+
+go 1.22

@@ -1,0 +1,3 @@
+module quarterhour
+
+go 1.22

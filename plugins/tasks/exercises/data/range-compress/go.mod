@@ -1,0 +1,3 @@
+module rangecompress
+
+go 1.22

@@ -1,0 +1,3 @@
+module snakecase
+
+go 1.22
