@@ -1,61 +1,31 @@
 package sdk
 
-import "encoding/json"
+import "github.com/nexus-eval/nexus/internal/chat"
 
-// The chat types mirror the host's LLM API; they cross the plugin boundary
-// as JSON.
+// The chat types of the host's LLM API (see [LLM.Chat]); they cross the
+// plugin boundary as JSON.
+type (
+	// ChatRequest is one chat completion request.
+	ChatRequest = chat.Request
+	// Message is one chat message. An assistant message may carry
+	// ToolCalls; a tool message answers one of them, naming it in
+	// ToolCallID.
+	Message = chat.Message
+	// ToolDef declares a function the model may call; Parameters is a JSON
+	// Schema.
+	ToolDef = chat.ToolDef
+	// ToolCall is a call the model asks for.
+	ToolCall = chat.ToolCall
+	// ChatResponse is the model's answer.
+	ChatResponse = chat.Response
+	// Usage is the token count of one completion.
+	Usage = chat.Usage
+)
 
 // Roles of a chat Message.
 const (
-	RoleSystem    = "system"
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
-	RoleTool      = "tool"
+	RoleSystem    = chat.RoleSystem
+	RoleUser      = chat.RoleUser
+	RoleAssistant = chat.RoleAssistant
+	RoleTool      = chat.RoleTool
 )
-
-// ChatRequest is one chat completion request.
-type ChatRequest struct {
-	Messages    []Message `json:"messages"`
-	Tools       []ToolDef `json:"tools,omitempty"`
-	Temperature *float64  `json:"temperature,omitempty"`
-	MaxTokens   int       `json:"max_tokens,omitempty"`
-}
-
-// Message is one chat message. An assistant message may carry ToolCalls; a
-// tool message answers one of them, naming it in ToolCallID.
-type Message struct {
-	Role       string     `json:"role"`
-	Content    string     `json:"content"`
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
-	Name       string     `json:"name,omitempty"`
-}
-
-// ToolDef declares a function the model may call; Parameters is a JSON
-// Schema.
-type ToolDef struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-}
-
-// ToolCall is a call the model asks for.
-type ToolCall struct {
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-}
-
-// ChatResponse is the model's answer.
-type ChatResponse struct {
-	Message      Message `json:"message"`
-	FinishReason string  `json:"finish_reason"`
-	Usage        Usage   `json:"usage"`
-}
-
-// Usage is the token count of one completion.
-type Usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-}
