@@ -38,6 +38,8 @@ var sections = []Section{
 	discoverySection,
 	coldStartSection,
 	warmCallSection,
+	peersSection,
+	runSection,
 }
 
 func main() {

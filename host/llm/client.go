@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/nexus-eval/nexus/internal/chat"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -14,6 +13,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/nexus-eval/nexus/internal/chat"
 )
 
 // Client completes chats against one configured LLM. It is safe for
