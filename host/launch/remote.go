@@ -80,9 +80,11 @@ func (r remote) transport(ctx context.Context, p *Process, err error) error {
 	return fmt.Errorf("%w: %s %q (plugin %q): %v", component.ErrTransport, r.kind, r.name, r.slot.m.Plugin.Name, err)
 }
 
-type remoteTool struct{ remote }
-
-func (r *remoteTool) Call(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
+// unary makes one call on the slot's live process: it tags the call for
+// host services, carries the trace, and turns transport and domain
+// failures into the host's errors. rpc returns the output and the domain
+// error of the response.
+func (r remote) unary(ctx context.Context, rpc func(ctx context.Context, p *Process) ([]byte, *pluginv1.Error, error)) (json.RawMessage, error) {
 	p, err := r.slot.Process(ctx)
 	if err != nil {
 		return nil, err
@@ -91,35 +93,32 @@ func (r *remoteTool) Call(ctx context.Context, input json.RawMessage) (json.RawM
 	defer p.end()
 	ctx, endCall := r.slot.beginCall(ctx)
 	defer endCall()
-	resp, err := p.RPC.Tool.Call(wire.InjectTrace(ctx), &pluginv1.CallRequest{Name: r.name, Input: input, HostServiceId: p.HostID})
-	if err != nil {
+	out, perr, err := rpc(wire.InjectTrace(ctx), p)
+	switch {
+	case err != nil:
 		return nil, r.transport(ctx, p, err)
+	case perr != nil:
+		return nil, r.domain(perr)
 	}
-	if resp.GetError() != nil {
-		return nil, r.domain(resp.GetError())
-	}
-	return resp.GetOutput(), nil
+	return out, nil
+}
+
+type remoteTool struct{ remote }
+
+func (r *remoteTool) Call(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
+	return r.unary(ctx, func(ctx context.Context, p *Process) ([]byte, *pluginv1.Error, error) {
+		resp, err := p.RPC.Tool.Call(ctx, &pluginv1.CallRequest{Name: r.name, Input: input, HostServiceId: p.HostID})
+		return resp.GetOutput(), resp.GetError(), err
+	})
 }
 
 type remoteAgent struct{ remote }
 
 func (r *remoteAgent) Run(ctx context.Context, instance json.RawMessage) (json.RawMessage, error) {
-	p, err := r.slot.Process(ctx)
-	if err != nil {
-		return nil, err
-	}
-	p.begin()
-	defer p.end()
-	ctx, endCall := r.slot.beginCall(ctx)
-	defer endCall()
-	resp, err := p.RPC.Agent.Run(wire.InjectTrace(ctx), &pluginv1.RunRequest{Name: r.name, Input: instance, HostServiceId: p.HostID})
-	if err != nil {
-		return nil, r.transport(ctx, p, err)
-	}
-	if resp.GetError() != nil {
-		return nil, r.domain(resp.GetError())
-	}
-	return resp.GetOutput(), nil
+	return r.unary(ctx, func(ctx context.Context, p *Process) ([]byte, *pluginv1.Error, error) {
+		resp, err := p.RPC.Agent.Run(ctx, &pluginv1.RunRequest{Name: r.name, Input: instance, HostServiceId: p.HostID})
+		return resp.GetOutput(), resp.GetError(), err
+	})
 }
 
 type remoteTask struct{ remote }
@@ -164,28 +163,22 @@ func (r *remoteTask) Instances(ctx context.Context, args json.RawMessage) iter.S
 }
 
 func (r *remoteTask) Evaluate(ctx context.Context, args json.RawMessage, inst component.Instance, output json.RawMessage) (component.Result, error) {
-	p, err := r.slot.Process(ctx)
+	var res component.Result
+	_, err := r.unary(ctx, func(ctx context.Context, p *Process) ([]byte, *pluginv1.Error, error) {
+		resp, err := p.RPC.Task.Evaluate(ctx, &pluginv1.EvaluateRequest{
+			Name:          r.name,
+			Args:          args,
+			Instance:      &pluginv1.Instance{Id: inst.ID, Data: inst.Data},
+			Output:        output,
+			HostServiceId: p.HostID,
+		})
+		res = component.Result{Score: resp.GetScore(), Passed: resp.GetPassed(), Details: resp.GetDetails()}
+		return nil, resp.GetError(), err
+	})
 	if err != nil {
 		return component.Result{}, err
 	}
-	p.begin()
-	defer p.end()
-	ctx, endCall := r.slot.beginCall(ctx)
-	defer endCall()
-	resp, err := p.RPC.Task.Evaluate(wire.InjectTrace(ctx), &pluginv1.EvaluateRequest{
-		Name:          r.name,
-		Args:          args,
-		Instance:      &pluginv1.Instance{Id: inst.ID, Data: inst.Data},
-		Output:        output,
-		HostServiceId: p.HostID,
-	})
-	if err != nil {
-		return component.Result{}, r.transport(ctx, p, err)
-	}
-	if resp.GetError() != nil {
-		return component.Result{}, r.domain(resp.GetError())
-	}
-	return component.Result{Score: resp.GetScore(), Passed: resp.GetPassed(), Details: resp.GetDetails()}, nil
+	return res, nil
 }
 
 // Interface guards.

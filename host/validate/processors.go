@@ -9,43 +9,35 @@ import (
 	"github.com/nexus-eval/nexus/host/registry"
 )
 
+// checked wraps one call with an input check before and an output check
+// after; an input the schema rejects never reaches the component.
+func checked(meta registry.Meta, in, out *compiled, call func(context.Context, json.RawMessage) (json.RawMessage, error)) func(context.Context, json.RawMessage) (json.RawMessage, error) {
+	return func(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
+		if err := in.check(meta, "input", ErrInvalidInput, input); err != nil {
+			return nil, err
+		}
+		output, err := call(ctx, input)
+		if err != nil {
+			return nil, err
+		}
+		if err := out.check(meta, "output", ErrInvalidOutput, output); err != nil {
+			return nil, err
+		}
+		return output, nil
+	}
+}
+
 // Tools returns the processor for the tool registry.
 func (v *Validator) Tools() registry.Processor[component.Tool] {
 	return registry.ProcessorFunc[component.Tool](v.Name(), func(meta registry.Meta, next component.Tool) (component.Tool, error) {
-		in, out := v.schema(meta.Component.InputSchema), v.schema(meta.Component.OutputSchema)
-		return component.ToolFunc(func(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
-			if err := in.check(meta, "input", ErrInvalidInput, input); err != nil {
-				return nil, err
-			}
-			output, err := next.Call(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			if err := out.check(meta, "output", ErrInvalidOutput, output); err != nil {
-				return nil, err
-			}
-			return output, nil
-		}), nil
+		return component.ToolFunc(checked(meta, v.schema(meta.Component.InputSchema), v.schema(meta.Component.OutputSchema), next.Call)), nil
 	})
 }
 
 // Agents returns the processor for the agent registry.
 func (v *Validator) Agents() registry.Processor[component.Agent] {
 	return registry.ProcessorFunc[component.Agent](v.Name(), func(meta registry.Meta, next component.Agent) (component.Agent, error) {
-		in, out := v.schema(meta.Component.InputSchema), v.schema(meta.Component.OutputSchema)
-		return component.AgentFunc(func(ctx context.Context, instance json.RawMessage) (json.RawMessage, error) {
-			if err := in.check(meta, "input", ErrInvalidInput, instance); err != nil {
-				return nil, err
-			}
-			output, err := next.Run(ctx, instance)
-			if err != nil {
-				return nil, err
-			}
-			if err := out.check(meta, "output", ErrInvalidOutput, output); err != nil {
-				return nil, err
-			}
-			return output, nil
-		}), nil
+		return component.AgentFunc(checked(meta, v.schema(meta.Component.InputSchema), v.schema(meta.Component.OutputSchema), next.Run)), nil
 	})
 }
 
