@@ -119,3 +119,28 @@ func TestPluginsVerifyProblems(t *testing.T) {
 	assertExit(t, r, 1)
 	assertContains(t, "verify stderr", r.stderr, custom+":4:1: unknown key \"plugin.bogus\"")
 }
+
+func TestLockFilePinsLaunches(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	root := s.root("plugins", pkgMath)
+	if r := s.run("--plugins", root, "plugins", "lock"); r.code != 0 {
+		t.Fatalf("lock: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := s.run("--plugins", root, "call", "calculator", `{"expression":"1+1"}`); r.code != 0 {
+		t.Fatalf("call with a matching lock: exit %d\n%s", r.code, r.stderr)
+	}
+	bin := filepath.Join(root, "math", "math")
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(bin) // hard-linked to the shared build
+	if err := os.WriteFile(bin, append(data, "tampered"...), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := s.run("--plugins", root, "call", "calculator", `{"expression":"1+1"}`)
+	if r.code != 1 || !strings.Contains(r.stderr, "sha256 mismatch") || !strings.Contains(r.stderr, "nexus-host plugins lock") {
+		t.Fatalf("call of a binary tampered after locking: exit %d\n%s", r.code, r.stderr)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nexus-eval/nexus/host"
+	"github.com/nexus-eval/nexus/host/integrity"
 	"github.com/nexus-eval/nexus/host/llm"
 	"github.com/nexus-eval/nexus/host/telemetry"
 	"github.com/nexus-eval/nexus/manifest"
@@ -25,6 +26,7 @@ type globals struct {
 	trace    string
 	config   string
 	runtime  string
+	lock     string
 	logger   hclog.Logger
 }
 
@@ -48,6 +50,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error")
 	root.PersistentFlags().StringVar(&g.trace, "trace", "", "write every span (host and plugins) to `FILE` as OTLP JSON lines; OTEL_EXPORTER_OTLP_* variables work too")
 	root.PersistentFlags().StringVar(&g.config, "config", "", "host config `FILE` (LLM clients); default $NEXUS_CONFIG, else .nexus/config.toml, else ~/.config/nexus/config.toml")
+	root.PersistentFlags().StringVar(&g.lock, "lock", "", "pin binaries with this lock `FILE` (nexus-host plugins lock); default "+integrity.LockFileName+" in the working directory when it exists")
 	root.PersistentFlags().StringVar(&g.runtime, "runtime", "sandbox", "where executions run their tools and evaluations: sandbox (bubblewrap) or local (no isolation)")
 	root.AddCommand(
 		newRunCmd(g),
@@ -121,12 +124,29 @@ func (g *globals) open(ctx context.Context, stderr io.Writer) (*session, error) 
 	if err != nil {
 		return nil, errors.Join(err, tracing.Shutdown(ctx))
 	}
+	lock, err := g.readLock()
+	if err != nil {
+		return nil, errors.Join(err, tracing.Shutdown(ctx))
+	}
 	clients := llm.NewClients(cfg, os.Getenv)
-	h := host.New(host.Options{Logger: g.logger, Tracing: tracing, Metrics: metrics, LLMs: clients, Runtime: g.runtime})
+	h := host.New(host.Options{Logger: g.logger, Tracing: tracing, Metrics: metrics, LLMs: clients, Runtime: g.runtime, Lock: lock})
 	for _, d := range h.Discover(roots) {
 		fmt.Fprintln(stderr, d.String())
 	}
 	return &session{Host: h, tracing: tracing, metrics: metrics, llm: cfg, clients: clients}, nil
+}
+
+// readLock reads the lock file that pins binaries: --lock, else
+// nexus.lock in the working directory if there is one.
+func (g *globals) readLock() (*integrity.Lock, error) {
+	path := g.lock
+	if path == "" {
+		if _, err := os.Stat(integrity.LockFileName); err != nil {
+			return nil, nil
+		}
+		path = integrity.LockFileName
+	}
+	return integrity.Read(path)
 }
 
 // Close stops the plugins (which flush their spans), then flushes the
