@@ -39,6 +39,7 @@ var sections = []Section{
 	coldStartSection,
 	warmCallSection,
 	peersSection,
+	executionsSection,
 	runSection,
 }
 
