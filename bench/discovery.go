@@ -201,7 +201,7 @@ func measureDiscovery(root string, n int) (discoveryRun, error) {
 // freshDiscovery discovers root in a new process and returns the time the
 // child measured and its peak RSS.
 func freshDiscovery(root string, n int) (time.Duration, uint64, error) {
-	out, rss, err := runChild("discover", root, fmt.Sprint(n))
+	out, rss, err := runChildRSS("discover", root, fmt.Sprint(n))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -229,7 +229,7 @@ func runDiscovery(env *Env, doc *Doc) error {
 	const freshRuns = 3
 	var idle []uint64
 	for range freshRuns {
-		_, rss, err := runChild("idle")
+		_, rss, err := runChildRSS("idle")
 		if err != nil {
 			return err
 		}

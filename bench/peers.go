@@ -26,6 +26,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -357,6 +358,72 @@ func procStatus(pid int) (rss, anon uint64, err error) {
 	return rss, anon, sc.Err()
 }
 
+// rssFlag, as the first argument, makes this binary a go-between that
+// runs the rest of its arguments as a child and reports the child's peak
+// RSS (see runChildRSS). It is handled in init, before main.
+const rssFlag = "-bench-rss"
+
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == rssFlag {
+		os.Exit(rssGoBetween(os.Args[2:]))
+	}
+}
+
+// rssReport is what the go-between prints.
+type rssReport struct {
+	MaxRSS uint64 `json:"maxrss"` // bytes
+	Stdout []byte `json:"stdout"`
+}
+
+func rssGoBetween(args []string) int {
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cmd := command(self, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 1
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(rssReport{MaxRSS: uint64(ru.Maxrss) * 1024, Stdout: out.Bytes()}); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// runChildRSS is runChild with the child's own peak RSS. A child's
+// ru_maxrss also counts the RSS of the process that started it: Linux
+// folds the hiwater RSS of the memory the child had before exec into it,
+// and os/exec starts children with vfork, sharing this process's memory
+// (a 300 MB parent makes /bin/true report 300 MB). So a go-between (this
+// binary, freshly started, at idle size) starts the child and reports its
+// rusage; the child's peak is exact once above the go-between's idle RSS.
+func runChildRSS(mode string, args ...string) (stdout []byte, maxRSS uint64, err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, 0, err
+	}
+	cmd := command(self, append([]string{rssFlag, childFlag, mode}, args...)...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, 0, fmt.Errorf("child %s: %v: %s", mode, err, strings.TrimSpace(errb.String()))
+	}
+	var r rssReport
+	if err := json.Unmarshal(out, &r); err != nil {
+		return nil, 0, fmt.Errorf("child %s: %q: %v", mode, out, err)
+	}
+	return r.Stdout, r.MaxRSS, nil
+}
+
 // hostRSS10k is the peak RSS of a fresh process that discovered 10,000
 // manifests, with the RSS of the same process idle, when section 1
 // measured it in this run.
@@ -400,7 +467,7 @@ func runPeers(env *Env, doc *Doc) error {
 		name  string
 		start func() (pid int, stop func(), err error)
 	}
-	full, err := fullPipeline(ctx, nil)
+	full, err := fullPipeline(ctx, 0)
 	if err != nil {
 		return err
 	}
@@ -496,7 +563,7 @@ func runPeers(env *Env, doc *Doc) error {
 		} else {
 			hostRSS10k.rss = rss
 		}
-		_, idle, err := runChild("idle")
+		_, idle, err := runChildRSS("idle")
 		if err != nil {
 			return err
 		}

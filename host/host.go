@@ -52,6 +52,9 @@ type Options struct {
 	// Lock pins the binaries that their manifests leave unpinned
 	// (nexus-host plugins lock); nil pins nothing more.
 	Lock *integrity.Lock
+	// PluginProcs is the GOMAXPROCS of SDK plugins on the host: 0 means
+	// launch.DefaultPluginProcs, negative leaves it to the Go runtime.
+	PluginProcs int
 	// PluginEnv adds "K=V" variables to every plugin's (minimal)
 	// environment.
 	PluginEnv []string
@@ -140,6 +143,9 @@ func (h *Host) launchOptions(extra ...launch.Option) []launch.Option {
 	}
 	if len(opts.PluginEnv) > 0 {
 		lopts = append(lopts, launch.WithEnv(opts.PluginEnv...))
+	}
+	if opts.PluginProcs != 0 {
+		lopts = append(lopts, launch.WithPluginProcs(max(opts.PluginProcs, 0)))
 	}
 	if opts.Lock != nil {
 		lopts = append(lopts, launch.WithPins(opts.Lock.Pin))

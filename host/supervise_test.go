@@ -2,6 +2,8 @@ package host_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -90,6 +92,13 @@ func TestHungPluginIsKilledAndRelaunched(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syscall.Kill(pid, syscall.SIGKILL)
+	// The stop takes effect asynchronously: wait until the kernel shows it.
+	for deadline := time.Now().Add(2 * time.Second); procState(pid) != "T"; {
+		if time.Now().After(deadline) {
+			t.Fatalf("plugin %d not stopped after SIGSTOP (state %q)", pid, procState(pid))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	tool, _ := h.Tools.Get(ctx, "echo")
@@ -114,4 +123,17 @@ func TestIdlePluginStopsAndRelaunches(t *testing.T) {
 	if got := pidOf(t, h); got == pid {
 		t.Fatal("no relaunch after idle stop")
 	}
+}
+
+// procState is the one-letter state of pid from /proc ("T" when stopped).
+func procState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	if rest == "" {
+		return ""
+	}
+	return rest[:1]
 }

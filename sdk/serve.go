@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	goruntime "runtime"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -52,6 +54,7 @@ func Serve(p Plugin, components ...*Component) {
 		return
 	}
 	if os.Getenv(wire.Handshake.MagicCookieKey) == wire.Handshake.MagicCookieValue {
+		applyProcs()
 		go exitWithParent(os.Getppid())
 		// The host asks the kernel to send SIGTERM when it dies.
 		term := make(chan os.Signal, 1)
@@ -77,6 +80,17 @@ var logger = sync.OnceValue(func() hclog.Logger {
 		JSONFormat: true,
 	})
 })
+
+// applyProcs sets GOMAXPROCS as the host asks (wire.ProcsEnv). A plugin
+// mostly waits on its connection, and one P serves a call with less
+// scheduling than several; the variable is removed so that programs the
+// plugin starts use every core.
+func applyProcs() {
+	if n, err := strconv.Atoi(os.Getenv(wire.ProcsEnv)); err == nil && n > 0 {
+		goruntime.GOMAXPROCS(n)
+	}
+	os.Unsetenv(wire.ProcsEnv)
+}
 
 // exitWithParent is the second line of defence against orphans: the host
 // also asks the kernel to signal its plugins when it dies.

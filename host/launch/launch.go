@@ -56,6 +56,7 @@ type config struct {
 	beginCall    func(ctx context.Context, m *manifest.Manifest) (context.Context, func())
 	command      func(bin string) *exec.Cmd
 	pins         func(m *manifest.Manifest) (string, bool)
+	procs        int
 	socketDir    string
 	// Supervision; see supervise.go.
 	idleTimeout    time.Duration
@@ -95,6 +96,13 @@ func WithCommand(cmd func(bin string) *exec.Cmd, socketDir string) Option {
 	return func(c *config) { c.command, c.socketDir = cmd, socketDir }
 }
 
+// DefaultPluginProcs is the GOMAXPROCS of SDK plugins on the host.
+const DefaultPluginProcs = 1
+
+// WithPluginProcs sets the GOMAXPROCS of SDK plugins started on the host;
+// 0 leaves it to the Go runtime (every core).
+func WithPluginProcs(n int) Option { return func(c *config) { c.procs = n } }
+
 // WithPins pins binaries the manifests do not pin (from a lock file).
 func WithPins(pins func(m *manifest.Manifest) (string, bool)) Option {
 	return func(c *config) { c.pins = pins }
@@ -113,7 +121,7 @@ type Launcher struct {
 
 // New returns a Launcher.
 func New(opts ...Option) *Launcher {
-	cfg := config{logger: hclog.NewNullLogger(), startTimeout: DefaultStartTimeout, healthInterval: DefaultHealthInterval}
+	cfg := config{logger: hclog.NewNullLogger(), startTimeout: DefaultStartTimeout, healthInterval: DefaultHealthInterval, procs: DefaultPluginProcs}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -419,7 +427,14 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 			Pdeathsig: syscall.SIGTERM,
 		}
 	}
-	cmd.Env = append(minimalEnv(), cfg.env...)
+	cmd.Env = minimalEnv()
+	if cfg.command == nil && cfg.procs > 0 {
+		// Measured (BENCHMARKS.md): one P makes a plugin on the host
+		// answer faster, alone and under 64 concurrent callers. Runtime
+		// plugins keep every core: they run builds and tests.
+		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", wire.ProcsEnv, cfg.procs))
+	}
+	cmd.Env = append(cmd.Env, cfg.env...)
 	for _, k := range m.Plugin.Grants.Env {
 		if v, ok := os.LookupEnv(k); ok {
 			cmd.Env = append(cmd.Env, k+"="+v)

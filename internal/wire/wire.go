@@ -25,6 +25,10 @@ var Handshake = plugin.HandshakeConfig{
 // components; one binary serves all of its agents, tools and tasks.
 const PluginKey = "nexus"
 
+// ProcsEnv is the variable through which the host sets a plugin's
+// GOMAXPROCS (the SDK applies it and hides it from the plugin's children).
+const ProcsEnv = "NEXUS_GOMAXPROCS"
+
 // ProtocolV1 is the first wire protocol (proto/nexus/plugin/v1).
 const ProtocolV1 = 1
 
