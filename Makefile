@@ -7,7 +7,7 @@ PLUGINS   := $(wildcard plugins/agents/*/nexus.toml plugins/tools/*/nexus.toml p
 PLUGIN_DIRS := $(patsubst %/nexus.toml,%,$(PLUGINS))
 BUF       := $(GO) tool -modfile=tools/go.mod buf
 
-.PHONY: help deps build plugins demo test test-short bench lint generate generate-check fuzz clean
+.PHONY: help deps gocache build plugins demo test test-short bench lint generate generate-check fuzz clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -32,7 +32,21 @@ demo: deps build plugins ## build everything, list the plugins, call the calcula
 	$(BIN)/nexus-host list
 	$(BIN)/nexus-host call calculator '{"expression": "2 * (3 + 4) - 10 / 4"}'
 	$(BIN)/nexus-host call stats '{"values": [3, 1, 4, 1, 5, 9, 2, 6]}'
-	$(BIN)/nexus-host run --task exercises --agent oracle
+	@$(MAKE) --no-print-directory gocache
+	$(BIN)/nexus-host run --task exercises --agent oracle --task-arg gocache=$(GOCACHE_SEED)
+
+# A warm Go build cache the exercises task copies into each instance's
+# fresh cache (caches stay per instance; only their seed is shared). It
+# lives outside /tmp, which the sandbox hides, and must be readable there.
+GOCACHE_SEED := /var/tmp/nexus-gocache-seed
+
+gocache: ## warm the Go build cache seed used by `make demo`
+	@mkdir -p $(GOCACHE_SEED)
+	@for d in plugins/tasks/exercises/data/*/; do \
+		(cd $$d && GOCACHE=$(GOCACHE_SEED) CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local GOPROXY=off GOWORK=off \
+			$(GO) test -count=1 -run '^$$' ./... >/dev/null 2>&1 || true); \
+	done
+	@chmod -R a+rX $(GOCACHE_SEED)
 
 test: deps ## run every test with the race detector
 	$(GO) test -race -count=1 ./...

@@ -150,6 +150,9 @@ func (h *Host) launchOptions(extra ...launch.Option) []launch.Option {
 	if opts.Lock != nil {
 		lopts = append(lopts, launch.WithPins(opts.Lock.Pin))
 	}
+	if sink != nil {
+		lopts = append(lopts, launch.WithSpanFlush())
+	}
 	return append(lopts, extra...)
 }
 

@@ -2,10 +2,10 @@ package host_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"syscall"

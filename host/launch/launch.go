@@ -57,6 +57,7 @@ type config struct {
 	command      func(bin string) *exec.Cmd
 	pins         func(m *manifest.Manifest) (string, bool)
 	procs        int
+	flushSpans   bool
 	socketDir    string
 	// Supervision; see supervise.go.
 	idleTimeout    time.Duration
@@ -95,6 +96,10 @@ func WithCallHook(begin func(ctx context.Context, m *manifest.Manifest) (context
 func WithCommand(cmd func(bin string) *exec.Cmd, socketDir string) Option {
 	return func(c *config) { c.command, c.socketDir = cmd, socketDir }
 }
+
+// WithSpanFlush asks each plugin for its last spans before stopping it;
+// set it when the host exports spans.
+func WithSpanFlush() Option { return func(c *config) { c.flushSpans = true } }
 
 // DefaultPluginProcs is the GOMAXPROCS of SDK plugins on the host.
 const DefaultPluginProcs = 1
@@ -304,6 +309,7 @@ type Process struct {
 	// HostID is the broker id of the HostService served to this process,
 	// 0 when none is.
 	HostID uint32
+	flush  bool // ask for the plugin's last spans before stopping it
 
 	client *plugin.Client
 	cmd    *exec.Cmd
@@ -363,7 +369,7 @@ func (p *Process) doKill() {
 		// A hung plugin cannot answer go-plugin's graceful shutdown.
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 	}
-	if p.HostID != 0 && !p.client.Exited() && p.hungReason() == "" {
+	if p.flush && !p.client.Exited() && p.hungReason() == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 		_, _ = p.RPC.Plugin.Flush(ctx, &pluginv1.FlushRequest{HostServiceId: p.HostID})
 		cancel()
@@ -403,7 +409,7 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 	if pin != "" {
 		dg = pinnedDigest(verified.SHA256())
 	} else {
-		dg = backgroundDigest(bin)
+		dg = lazyDigest(bin)
 	}
 	if !slices.ContainsFunc(m.Plugin.Protocols, func(v int) bool { return slices.Contains(wire.Protocols, v) }) {
 		return nil, fmt.Errorf("plugin %q: %w: it speaks protocols %v, this host speaks %v: upgrade nexus-host or the plugin",
@@ -498,6 +504,7 @@ func start(cfg config, m *manifest.Manifest) (*Process, error) {
 		digest:   dg,
 		done:     make(chan struct{}),
 	}
+	p.flush = cfg.flushSpans
 	p.lastUse.Store(time.Now().UnixNano())
 	if rc := client.ReattachConfig(); rc != nil {
 		p.pid = rc.Pid
