@@ -21,9 +21,25 @@ import (
 	"github.com/nexus-eval/nexus/internal/testkit"
 )
 
-// exercism is the shared copy of eight exercises of Exercism's Go track,
-// laid beside the repository (as in CI).
-var exercism = filepath.Join(testkit.ModuleRoot, "..", "shared", "datasets", "exercism-go")
+// exercism is the shared copy of eight exercises of Exercism's Go track:
+// $NEXUS_EXERCISM_DIR, else laid beside the repository, else the
+// workspace's shared datasets.
+var exercism = func() string {
+	candidates := []string{
+		os.Getenv("NEXUS_EXERCISM_DIR"),
+		filepath.Join(testkit.ModuleRoot, "..", "shared", "datasets", "exercism-go"),
+		"/work/shared/datasets/exercism-go",
+	}
+	for _, c := range candidates {
+		if c == "" {
+			continue
+		}
+		if _, err := os.Stat(c); err == nil {
+			return c
+		}
+	}
+	return candidates[1]
+}()
 
 // bundledExercises is the exercises task's default data.
 var bundledExercises = filepath.Join(testkit.ModuleRoot, "plugins", "tasks", "exercises", "data")
@@ -273,7 +289,7 @@ func goTestPasses(t *testing.T, insts []exercisesInstance, cache string) map[str
 func TestExercisesOracleAndNop(t *testing.T) {
 	t.Parallel()
 	if _, err := os.Stat(exercism); err != nil {
-		t.Fatalf("the shared Exercism exercises are missing (%v): they are laid beside the repository as ../shared/datasets/exercism-go", err)
+		t.Fatalf("the shared Exercism exercises are missing (%v): set NEXUS_EXERCISM_DIR, or lay them beside the repository as ../shared/datasets/exercism-go", err)
 	}
 	own := t.TempDir()
 	for _, name := range []string{"bracket-depth", "quarter-hour"} {
