@@ -5,7 +5,7 @@ GO        ?= go
 BIN       := bin
 PLUGINS   := $(wildcard plugins/agents/*/nexus.toml plugins/tools/*/nexus.toml plugins/tasks/*/nexus.toml)
 PLUGIN_DIRS := $(patsubst %/nexus.toml,%,$(PLUGINS))
-BUF       := $(GO) tool -modfile=tools/go.mod buf
+BUF       := $(GO) tool -modfile=$(CURDIR)/tools/go.mod buf
 
 .PHONY: help deps gocache build plugins demo test test-short bench lint generate generate-check fuzz clean
 
