@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	toml "github.com/pelletier/go-toml/v2"
+
+	"github.com/nexus-eval/nexus/internal/tomlpos"
 )
 
 // MaxSize is the largest manifest accepted. Manifests are a few KiB; the cap
@@ -27,7 +29,7 @@ func Parse(path string, data []byte) (*Manifest, Diagnostics) {
 		return nil, Diagnostics{{Path: path, Line: 1, Col: 1, Message: tooLarge(int64(len(data)))}}
 	}
 	if !utf8.Valid(data) {
-		line, col := newLineIndex(data).pos(invalidUTF8(data))
+		line, col := tomlpos.NewLines(data).Pos(invalidUTF8(data))
 		return nil, Diagnostics{{Path: path, Line: line, Col: col,
 			Message: "file is not valid UTF-8: save it as UTF-8"}}
 	}
