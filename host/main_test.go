@@ -1,11 +1,8 @@
 package host_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/nexus-eval/nexus/internal/testkit"
 )
@@ -17,18 +14,8 @@ func TestMain(m *testing.M) {
 		runHostChild()
 		return
 	}
-	var err error
-	if builder, err = testkit.NewBuilder(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	builder.Cleanup()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	testkit.Main(m, func(b *testkit.Builder) error {
+		builder = b
+		return nil
+	})
 }

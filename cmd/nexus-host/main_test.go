@@ -1,11 +1,7 @@
 package main_test
 
 import (
-	"fmt"
-	"os"
 	"testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/nexus-eval/nexus/internal/testkit"
 )
@@ -18,23 +14,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	if builder, err = testkit.NewBuilder(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if hostBin, err = builder.Binary("cmd/nexus-host"); err != nil {
-		builder.Cleanup()
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	builder.Cleanup()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	testkit.Main(m, func(b *testkit.Builder) error {
+		builder = b
+		var err error
+		hostBin, err = b.Binary("cmd/nexus-host")
+		return err
+	})
 }

@@ -1,11 +1,7 @@
 package integrity
 
 import (
-	"fmt"
-	"os"
 	"testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/nexus-eval/nexus/internal/testkit"
 )
@@ -15,23 +11,9 @@ import (
 var selfhash string
 
 func TestMain(m *testing.M) {
-	b, err := testkit.NewBuilder()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if selfhash, err = b.Binary("host/integrity/testdata/selfhash"); err != nil {
-		b.Cleanup()
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	b.Cleanup()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	testkit.Main(m, func(b *testkit.Builder) error {
+		var err error
+		selfhash, err = b.Binary("host/integrity/testdata/selfhash")
+		return err
+	})
 }

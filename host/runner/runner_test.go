@@ -15,7 +15,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"go.uber.org/goleak"
 
 	"github.com/nexus-eval/nexus/host"
 	"github.com/nexus-eval/nexus/host/component"
@@ -36,20 +35,10 @@ const (
 var builder *testkit.Builder
 
 func TestMain(m *testing.M) {
-	var err error
-	if builder, err = testkit.NewBuilder(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	builder.Cleanup()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	testkit.Main(m, func(b *testkit.Builder) error {
+		builder = b
+		return nil
+	})
 }
 
 // pluginRoot lays out a plugin dir for each package under a new root.

@@ -12,6 +12,9 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // ModuleRoot is the directory holding go.mod.
@@ -117,4 +120,30 @@ func CopyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// Main runs a test package that builds plugin binaries: setup receives the
+// builder before the tests run (to keep it, or to build binaries up
+// front); afterwards the binaries are removed, and goroutines left running
+// fail the run.
+func Main(m *testing.M, setup func(b *Builder) error) {
+	b, err := NewBuilder()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := setup(b); err != nil {
+		b.Cleanup()
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	b.Cleanup()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }

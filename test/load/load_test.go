@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/nexus-eval/nexus/host"
 	"github.com/nexus-eval/nexus/host/component"
 	"github.com/nexus-eval/nexus/internal/testkit"
@@ -28,20 +26,10 @@ import (
 var builder *testkit.Builder
 
 func TestMain(m *testing.M) {
-	var err error
-	if builder, err = testkit.NewBuilder(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	builder.Cleanup()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	testkit.Main(m, func(b *testkit.Builder) error {
+		builder = b
+		return nil
+	})
 }
 
 func newHost(t *testing.T, pkgs ...string) *host.Host {
