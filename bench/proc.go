@@ -95,26 +95,6 @@ func timeRun(cmd *exec.Cmd) (time.Duration, error) {
 // (see child.go) instead of the benchmark.
 const childFlag = "-bench-child"
 
-// runChild re-execs this binary in child mode and returns its stdout and
-// its peak resident set size in bytes.
-func runChild(mode string, args ...string) (stdout []byte, maxRSS uint64, err error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, 0, err
-	}
-	cmd := command(self, append([]string{childFlag, mode}, args...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return nil, 0, fmt.Errorf("child %s: %v: %s", mode, err, strings.TrimSpace(errb.String()))
-	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return nil, 0, fmt.Errorf("child %s: no rusage on this platform", mode)
-	}
-	return out.Bytes(), uint64(ru.Maxrss) * 1024, nil // Linux reports KiB
-}
-
 // childProcesses lists the live (not zombie) processes whose parent is
 // this one.
 func childProcesses() []int {

@@ -145,7 +145,7 @@ func spanIDs(spans tracetest.SpanStubs) []string {
 func attrs(s tracetest.SpanStub) map[string]string {
 	m := map[string]string{}
 	for _, a := range s.Attributes {
-		m[string(a.Key)] = a.Value.Emit()
+		m[string(a.Key)] = a.Value.String()
 	}
 	return m
 }

@@ -4,7 +4,6 @@ package main_test
 // binary, real plugins, a database in the test's directory.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
@@ -303,11 +302,6 @@ func TestRunTextSummary(t *testing.T) {
 	r := s.run("--plugins", root, "--runtime", "local", "run", "--task", "count", "--agent", "parrot", "--task-arg", "n=4", "--db", s.path("runs.db"))
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
-	sc := bufio.NewScanner(strings.NewReader(r.stdout))
-	var lines []string
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
 	}
 	want := []string{"instances   4 (4 passed, 0 failed)", "pass rate   100.0%", "mean score  1.000", "errors      none", "duration    p50 ", "tokens      0", "details: nexus-host runs show "}
 	for _, w := range want {

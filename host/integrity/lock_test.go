@@ -100,7 +100,7 @@ func TestVerifyReportsEveryProblem(t *testing.T) {
 	t.Parallel()
 	dir := privateDir(t)
 	ms := plugins(t, dir, "tampered", "missing", "fine", "unlocked", "uninstalled", "unsafe", "moved")
-	lock, err := Write(filepath.Join(dir, LockFileName), ms[:len(ms)])
+	lock, err := Write(filepath.Join(dir, LockFileName), ms)
 	if err != nil {
 		t.Fatal(err)
 	}

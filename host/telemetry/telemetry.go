@@ -46,7 +46,6 @@ type Tracing struct {
 	tracer     trace.Tracer
 	tp         *sdktrace.TracerProvider
 	processors []sdktrace.SpanProcessor
-	closers    []func() error
 }
 
 // Service is the resource name of the host's own spans.

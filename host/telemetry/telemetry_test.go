@@ -119,7 +119,7 @@ type spanView struct {
 func viewOf(s tracetest.SpanStub) spanView {
 	v := spanView{Name: s.Name, Kind: s.SpanKind, Attrs: map[string]string{}, Status: s.Status.Code}
 	for _, a := range s.Attributes {
-		v.Attrs[string(a.Key)] = a.Value.Emit()
+		v.Attrs[string(a.Key)] = a.Value.String()
 	}
 	for _, e := range s.Events {
 		v.Events = append(v.Events, e.Name)

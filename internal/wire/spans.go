@@ -64,7 +64,7 @@ func attrsToProto(kvs []attribute.KeyValue) []*pluginv1.Attribute {
 		case attribute.FLOAT64:
 			a.Value = &pluginv1.Attribute_DoubleValue{DoubleValue: kv.Value.AsFloat64()}
 		default:
-			a.Value = &pluginv1.Attribute_StringValue{StringValue: kv.Value.Emit()}
+			a.Value = &pluginv1.Attribute_StringValue{StringValue: kv.Value.String()}
 		}
 		out = append(out, a)
 	}
