@@ -57,8 +57,9 @@ test-short: ## run the fast tests only
 bench: build ## run the benchmarks and rewrite BENCHMARKS.md
 	$(GO) run ./bench -out BENCHMARKS.md
 
-lint: ## vet, gofmt and buf lint
+lint: ## vet, staticcheck, gofmt and buf lint
 	$(GO) vet ./...
+	$(GO) tool -modfile=$(CURDIR)/tools/go.mod staticcheck ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'))" || (gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'); echo "gofmt needed"; exit 1)
 	cd proto && $(BUF) lint
 

@@ -30,7 +30,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 
@@ -101,14 +100,13 @@ type task struct {
 var _ sdk.TaskHandler[args, instance, output] = (*task)(nil)
 
 // findGo returns the absolute path of the go command: the one in PATH,
-// else /usr/local/go/bin/go, else the one of the GOROOT this binary was
-// built with.
+// else /usr/local/go/bin/go.
 func findGo() string {
 	candidates := []string{}
 	if p, err := exec.LookPath("go"); err == nil {
 		candidates = append(candidates, p)
 	}
-	candidates = append(candidates, "/usr/local/go/bin/go", filepath.Join(runtime.GOROOT(), "bin", "go"))
+	candidates = append(candidates, "/usr/local/go/bin/go")
 	for _, c := range candidates {
 		if abs, err := filepath.Abs(c); err == nil {
 			if fi, err := os.Stat(abs); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
