@@ -13,6 +13,10 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal cancels gracefully (in-flight work is cancelled and
+	// recorded, plugins are stopped); a second one ends the process at
+	// once, and the kernel takes the plugins down with it.
+	context.AfterFunc(ctx, stop)
 	err := newRootCmd().ExecuteContext(ctx)
 	stop()
 	if err != nil {
