@@ -22,17 +22,8 @@ import (
 	"github.com/nexus-eval/nexus/manifest"
 )
 
-// pluginRoot lays out the given plugin packages in a fresh root directory.
-func pluginRoot(t *testing.T, pkgs ...string) string {
-	t.Helper()
-	root := t.TempDir()
-	for _, pkg := range pkgs {
-		if _, err := builder.PluginDir(root, pkg); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
+// pluginRoot lays out the given plugin packages in a fresh root.
+func pluginRoot(t *testing.T, pkgs ...string) string { return builder.Root(t, pkgs...) }
 
 // newHost discovers root and closes the host when the test ends.
 func newHost(t *testing.T, root string, opts ...func(*host.Options)) *host.Host {

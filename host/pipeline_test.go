@@ -1,18 +1,17 @@
 package host_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexus-eval/nexus/internal/testkit"
 	"io"
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,26 +29,8 @@ import (
 	"github.com/nexus-eval/nexus/manifest"
 )
 
-// pipelineLog is a goroutine-safe host log.
-type pipelineLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *pipelineLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *pipelineLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// lines returns the log lines containing s.
-func (l *pipelineLog) lines(s string) []string {
+// logLines returns the lines of log l containing s.
+func logLines(l *testkit.SyncBuffer, s string) []string {
 	var out []string
 	for _, line := range strings.Split(l.String(), "\n") {
 		if strings.Contains(line, s) {
@@ -66,12 +47,12 @@ type pipelineHost struct {
 	exp     *tracetest.InMemoryExporter
 	tracing *telemetry.Tracing
 	metrics *telemetry.Metrics
-	log     *pipelineLog
+	log     *testkit.SyncBuffer
 }
 
 func newPipelineHost(t *testing.T, topts telemetry.Options, pkgs ...string) *pipelineHost {
 	t.Helper()
-	p := &pipelineHost{exp: tracetest.NewInMemoryExporter(), log: &pipelineLog{}}
+	p := &pipelineHost{exp: tracetest.NewInMemoryExporter(), log: &testkit.SyncBuffer{}}
 	logger := hclog.New(&hclog.LoggerOptions{Output: io.MultiWriter(p.log, testWriter{t}), Level: hclog.Info})
 	topts.Exporters = append(topts.Exporters, p.exp)
 	topts.Syncer = true
@@ -554,7 +535,7 @@ func TestPipelineHostileSpanBatches(t *testing.T) {
 	}
 	// Ten bad batches of each kind: one warning per kind, naming the plugin.
 	for _, w := range []string{"dropped a malformed span batch", "dropped an oversized span batch", "plugin dropped spans"} {
-		lines := p.log.lines(w)
+		lines := logLines(p.log, w)
 		if len(lines) != 1 {
 			t.Errorf("%d log lines with %q, want 1 (rate-limited):\n%s", len(lines), w, strings.Join(lines, "\n"))
 			continue
@@ -577,7 +558,7 @@ func TestPipelinePluginLogsCarryTheTraceID(t *testing.T) {
 	if len(hs) != 1 || len(ps) != 1 {
 		t.Fatalf("%d host and %d plugin spans, want 1 each", len(hs), len(ps))
 	}
-	lines := p.log.lines("echo log tool called")
+	lines := logLines(p.log, "echo log tool called")
 	if len(lines) != 1 {
 		t.Fatalf("%d host log lines from the plugin's log call, want 1:\n%s", len(lines), p.log)
 	}
@@ -612,7 +593,7 @@ func TestPipelineUnreachableCollector(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "200")
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
 
-	log := &pipelineLog{}
+	log := &testkit.SyncBuffer{}
 	logger := hclog.New(&hclog.LoggerOptions{Output: io.MultiWriter(log, testWriter{t}), Level: hclog.Info})
 	tracing, err := telemetry.NewTracing(context.Background(), telemetry.Options{FromEnv: true, Logger: logger})
 	if err != nil {
@@ -646,7 +627,7 @@ func TestPipelineUnreachableCollector(t *testing.T) {
 	if d := time.Since(shutStart); d > 2*time.Second {
 		t.Errorf("Shutdown took %v with a 500ms deadline", d)
 	}
-	if n := len(log.lines("trace export failed")); n != 1 {
+	if n := len(logLines(log, "trace export failed")); n != 1 {
 		t.Errorf("%d \"trace export failed\" warnings, want exactly one for all the failed exports:\n%s", n, log)
 	}
 	t.Logf("50 calls in %v with an unreachable collector", callTime)

@@ -1,8 +1,8 @@
 package hostsvc
 
 import (
-	"bytes"
 	"context"
+	"github.com/nexus-eval/nexus/internal/testkit"
 	"strings"
 	"sync"
 	"testing"
@@ -88,26 +88,8 @@ func (r *recorder) ImportSpans(spans []sdktrace.ReadOnlySpan) {
 	r.spans = append(r.spans, spans...)
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-func newServer(sink SpanSink) (*Server, *syncBuffer) {
-	buf := &syncBuffer{}
+func newServer(sink SpanSink) (*Server, *testkit.SyncBuffer) {
+	buf := &testkit.SyncBuffer{}
 	log := hclog.New(&hclog.LoggerOptions{Output: buf, Level: hclog.Debug})
 	return New("hostile", log, sink), buf
 }

@@ -41,17 +41,8 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// pluginRoot lays out a plugin dir for each package under a new root.
-func pluginRoot(t *testing.T, pkgs ...string) string {
-	t.Helper()
-	root := t.TempDir()
-	for _, pkg := range pkgs {
-		if _, err := builder.PluginDir(root, pkg); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
+// pluginRoot lays out the given plugin packages in a fresh root.
+func pluginRoot(t *testing.T, pkgs ...string) string { return builder.Root(t, pkgs...) }
 
 // newHost discovers root with the local runtime and the given plugin
 // environment, and closes the host when the test ends.

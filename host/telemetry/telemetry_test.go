@@ -1,11 +1,11 @@
 package telemetry
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexus-eval/nexus/internal/testkit"
 	"iter"
 	"os"
 	"path/filepath"
@@ -59,26 +59,9 @@ func TestErrorClass(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 func TestOnceHandlerRateLimits(t *testing.T) {
 	t.Parallel()
-	buf := &syncBuffer{}
+	buf := &testkit.SyncBuffer{}
 	h := &onceHandler{log: hclog.New(&hclog.LoggerOptions{Output: buf}), every: 500 * time.Millisecond}
 	var wg sync.WaitGroup
 	for i := range 50 {

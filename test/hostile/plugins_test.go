@@ -18,17 +18,8 @@ import (
 	"github.com/nexus-eval/nexus/manifest"
 )
 
-// pluginRoot lays out the given test plugins in a fresh root.
-func pluginRoot(t *testing.T, pkgs ...string) string {
-	t.Helper()
-	root := t.TempDir()
-	for _, pkg := range pkgs {
-		if _, err := builder.PluginDir(root, pkg); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
+// pluginRoot lays out the given plugin packages in a fresh root.
+func pluginRoot(t *testing.T, pkgs ...string) string { return builder.Root(t, pkgs...) }
 
 func callTool(ctx context.Context, h *host.Host, name, input string) (json.RawMessage, error) {
 	tool, err := h.Tools.Get(ctx, name)
